@@ -1,0 +1,42 @@
+# One entry point for people and CI.  `make demo` and `make test` set everything up from scratch.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: setup demo test lint typecheck pytest bench clean knowledge
+
+$(STAMP): pyproject.toml constraints.txt requirements-test.txt
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[dev,torch]'
+	$(BIN)/python -m pip install -q -c constraints.txt -r requirements-test.txt
+	$(BIN)/python -m pip install -q -c constraints.txt --no-deps timm==1.0.31
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+# The main job on a shipped example: lint a model file with hazards, then show a fix as a diff.
+demo: setup
+	$(BIN)/gradguard check examples/ --exit-zero
+	$(BIN)/gradguard check examples/cnn_inplace.py --diff --exit-zero
+
+lint: setup
+	$(BIN)/ruff check server tests benchmarks
+
+typecheck: setup
+	$(BIN)/mypy
+
+pytest: setup
+	$(BIN)/python -m pytest -q
+
+test: lint typecheck pytest
+
+bench: setup
+	$(BIN)/python benchmarks/bench_analyzer.py
+
+knowledge: setup
+	$(BIN)/gradguard knowledge --regenerate
+
+clean:
+	rm -rf $(VENV) build dist server/*.egg-info

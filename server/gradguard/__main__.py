@@ -1,0 +1,5 @@
+import sys
+
+from gradguard.cli import main
+
+sys.exit(main())

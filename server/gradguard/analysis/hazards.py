@@ -1,0 +1,55 @@
+"""What the abstract interpreter reports: hazards, with the facts that explain them.
+
+Positions here are AST positions: 1-based lines and 0-based UTF-8 byte columns. Rules convert them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Site:
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+
+    @staticmethod
+    def of(node: Any) -> Site:
+        return Site(node.lineno, node.col_offset, getattr(node, "end_lineno", None) or node.lineno,
+                    getattr(node, "end_col_offset", None) or node.col_offset + 1)
+
+
+@dataclass(frozen=True)
+class SaveRecord:
+    """An op saved a tensor for backward: ``op`` (display name) saved ``what`` at ``site``."""
+
+    op: str
+    what: str  # "its output", "its input", "argument `other`", "weight"
+    site: Site
+    op_name: str = ""  # knowledge entry name, e.g. "torch.nn.functional.relu"
+
+
+@dataclass(frozen=True)
+class Hazard:
+    kind: str  # "saved" | "leaf" | "view_multi" | "view_nograd" | "carry" | "step"
+    form: str  # "method" | "function" | "augassign" | "setitem" | "out" | "inplace_kwarg" | "module_call"
+    #            | "module_entry" | "carry" | "step"
+    site: Site  # where the diagnostic goes
+    stmt: Site  # the statement holding it
+    op: str  # the mutating op as users read it: "add_", "+=", "dropout(inplace=True)", "optimizer.step()"
+    target: str  # source text of the mutated expression (or carried name)
+    saves: tuple[SaveRecord, ...] = ()
+    related: tuple[tuple[Site, str], ...] = ()
+    extra: tuple[tuple[str, Any], ...] = field(default=())
+
+    def key(self) -> tuple[Any, ...]:
+        return (self.kind, self.form, self.site.line, self.site.col)
+
+    def get(self, k: str, default: Any = None) -> Any:
+        for kk, v in self.extra:
+            if kk == k:
+                return v
+        return default

@@ -1,0 +1,166 @@
+"""Command line: ``gradguard check|run|lsp|knowledge|rule``."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import sys
+from collections.abc import Sequence
+
+from gradguard import __version__
+
+
+def _codes(s: str | None) -> tuple[str, ...] | None:
+    if s is None:
+        return None
+    return tuple(c.strip().upper() for c in s.split(",") if c.strip())
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="gradguard", description=__doc__)
+    p.add_argument("--version", action="version", version=f"gradguard {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    c = sub.add_parser("check", help="find in-place hazards that break backward()")
+    c.add_argument("paths", nargs="*", default=["."], metavar="PATH")
+    c.add_argument("--format", choices=["text", "json", "sarif", "github"], default="text")
+    c.add_argument("--select", help="comma-separated codes or prefixes to enable (default: all)")
+    c.add_argument("--ignore", help="comma-separated codes or prefixes to disable")
+    c.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    c.add_argument("--fix", action="store_true", help="apply the safe preferred fixes")
+    c.add_argument("--unsafe-fixes", action="store_true", help="with --fix/--diff: also apply unsafe fixes")
+    c.add_argument("--diff", action="store_true", help="print the fixes as a unified diff, write nothing")
+    c.add_argument("--jobs", "-j", type=int, default=0, help="worker processes (default: all cores)")
+    c.add_argument("--no-fixes", action="store_true", help="do not compute fixes (faster; JSON has no fixes)")
+
+    r = sub.add_parser("run", help="run a script under the runtime doctor", add_help=False)
+    r.add_argument("rest", nargs=argparse.REMAINDER)
+
+    lsp = sub.add_parser("lsp", help="start the language server", add_help=False)
+    lsp.add_argument("rest", nargs=argparse.REMAINDER)
+
+    k = sub.add_parser("knowledge", help="the table of what torch saves for backward")
+    k.add_argument("--regenerate", action="store_true", help="rebuild the table from the installed torch")
+    k.add_argument("--output", help="with --regenerate: write here instead of the packaged table")
+    k.add_argument("--check", action="store_true", help="exit 1 when the table differs from the installed torch")
+    k.add_argument("names", nargs="*", help="show what these callables save")
+
+    ru = sub.add_parser("rule", help="explain a rule")
+    ru.add_argument("code", nargs="?", help="e.g. GG101 (omit to list all rules)")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    if not argv:
+        parser.print_help()
+        return 2
+    # Subcommands that own their argument parsing.
+    if argv[0] == "run":
+        from gradguard.runtime.cli import main as run_main
+        return run_main(argv[1:])
+    if argv[0] == "lsp":
+        from gradguard.lsp.server import main as lsp_main
+        return lsp_main(argv[1:])
+    args = parser.parse_args(argv)
+    if args.command == "check":
+        return cmd_check(args)
+    if args.command == "knowledge":
+        return cmd_knowledge(args)
+    if args.command == "rule":
+        return cmd_rule(args)
+    parser.print_help()
+    return 2
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    import os
+
+    from gradguard.api import check_paths
+    from gradguard.config import load_config
+    from gradguard.output import FORMATS
+
+    for p in args.paths:
+        if not os.path.exists(p):
+            print(f"gradguard: error: {p}: no such file or directory", file=sys.stderr)
+            return 2
+    config = load_config(args.paths[0]).with_overrides(select=_codes(args.select), ignore=_codes(args.ignore))
+    want_fixes = not args.no_fixes or args.fix or args.diff
+    findings = check_paths(args.paths, config, jobs=args.jobs or None, fixes=want_fixes)
+    if args.fix or args.diff:
+        from gradguard.fixes import fix_text
+
+        by_path: dict[str, list] = {}
+        for f in findings:
+            by_path.setdefault(f.path, []).append(f)
+        changed = 0
+        for path, fs in sorted(by_path.items()):
+            try:
+                with open(path, encoding="utf-8") as fh:
+                    old = fh.read()
+            except (OSError, UnicodeDecodeError):
+                continue
+            new, applied = fix_text(old, fs, unsafe=args.unsafe_fixes)
+            if not applied or new == old:
+                continue
+            changed += 1
+            if args.diff:
+                sys.stdout.writelines(difflib.unified_diff(
+                    old.splitlines(True), new.splitlines(True), fromfile=f"a/{path}", tofile=f"b/{path}"))
+            else:
+                with open(path, "w", encoding="utf-8") as fh:
+                    fh.write(new)
+        if args.diff:
+            return 1 if changed and not args.exit_zero else 0
+        # Re-check what was written: report what is left.
+        findings = check_paths(args.paths, config, jobs=args.jobs or None, fixes=not args.no_fixes)
+        if changed:
+            print(f"gradguard: fixed {changed} file{'s' if changed != 1 else ''}", file=sys.stderr)
+    out = FORMATS[args.format](findings)
+    if out or args.format in ("json", "sarif"):
+        print(out)
+    return 1 if findings and not args.exit_zero else 0
+
+
+def cmd_knowledge(args: argparse.Namespace) -> int:
+    if args.regenerate or args.check:
+        from gradguard.knowledge.probe import main as probe_main
+
+        return probe_main(output=args.output, check=args.check)
+    from gradguard.knowledge import load
+
+    kb = load()
+    if not args.names:
+        print(f"{len(kb.names())} callables, generated from torch {kb.torch_version}")
+        return 0
+    from gradguard.knowledge.describe import describe
+
+    rc = 0
+    for n in args.names:
+        text = describe(kb, n)
+        if text is None:
+            print(f"{n}: not in the table", file=sys.stderr)
+            rc = 1
+        else:
+            print(text)
+    return rc
+
+
+def cmd_rule(args: argparse.Namespace) -> int:
+    from gradguard.rules import ALL_RULES
+
+    if not args.code:
+        for r in ALL_RULES:
+            print(f"{r.code}  {r.name:32s} {r.summary}")
+        return 0
+    for r in ALL_RULES:
+        if r.code == args.code.upper():
+            print(r.markdown())
+            return 0
+    print(f"gradguard: no rule {args.code}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

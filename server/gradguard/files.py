@@ -1,0 +1,92 @@
+"""Finding the Python files to check: directories recursively, honouring .gitignore files and excludes."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+
+import pathspec
+
+from gradguard.config import DEFAULT_EXCLUDE, Config
+
+PY_SUFFIXES = (".py", ".pyi")
+
+
+def _spec(patterns: Iterable[str]) -> pathspec.PathSpec:
+    return pathspec.PathSpec.from_lines("gitwildmatch", list(patterns))
+
+
+def iter_python_files(paths: Iterable[str], config: Config) -> Iterator[str]:
+    """Yield files to check. Explicitly named files are always yielded (like ruff); directories are walked."""
+    exclude = _spec([*DEFAULT_EXCLUDE, *config.exclude])
+    seen: set[str] = set()
+    for top in paths:
+        if os.path.isfile(top) or not os.path.exists(top):
+            if top not in seen:
+                seen.add(top)
+                yield top
+            continue
+        yield from _walk(top, exclude, seen)
+
+
+def _walk(top: str, exclude: pathspec.PathSpec, seen: set[str]) -> Iterator[str]:
+    # stack of (dir, [gitignore specs with their base dirs])
+    stack: list[tuple[str, list[tuple[str, pathspec.PathSpec]]]] = [(top, _gitignores_above(top))]
+    while stack:
+        d, ignores = stack.pop()
+        gi = os.path.join(d, ".gitignore")
+        if os.path.isfile(gi):
+            try:
+                with open(gi, encoding="utf-8", errors="replace") as f:
+                    ignores = [*ignores, (d, _spec(f.read().splitlines()))]
+            except OSError:
+                pass
+        try:
+            entries = sorted(os.scandir(d), key=lambda e: e.name)
+        except OSError:
+            continue
+        subdirs = []
+        for e in entries:
+            rel_top = os.path.relpath(e.path, top).replace(os.sep, "/")
+            is_dir = e.is_dir(follow_symlinks=False)
+            probe = rel_top + "/" if is_dir else rel_top
+            if exclude.match_file(probe) or exclude.match_file(e.name + ("/" if is_dir else "")):
+                continue
+            if any(s.match_file(os.path.relpath(e.path, base).replace(os.sep, "/") + ("/" if is_dir else ""))
+                   for base, s in ignores):
+                continue
+            if is_dir:
+                subdirs.append(e.path)
+            elif e.name.endswith(PY_SUFFIXES) and e.path not in seen:
+                seen.add(e.path)
+                yield e.path
+        for sd in reversed(subdirs):
+            stack.append((sd, ignores))
+
+
+def _gitignores_above(top: str) -> list[tuple[str, pathspec.PathSpec]]:
+    """.gitignore files between the repository root (a dir with .git) and ``top`` (exclusive of top)."""
+    out: list[tuple[str, pathspec.PathSpec]] = []
+    d = os.path.abspath(top)
+    chain = []
+    while True:
+        parent = os.path.dirname(d)
+        if parent == d:
+            break
+        d = parent
+        chain.append(d)
+        if os.path.isdir(os.path.join(d, ".git")):
+            break
+    else:  # pragma: no cover
+        pass
+    if not chain or not os.path.isdir(os.path.join(chain[-1], ".git")):
+        return out
+    for base in reversed(chain):
+        gi = os.path.join(base, ".gitignore")
+        if os.path.isfile(gi):
+            try:
+                with open(gi, encoding="utf-8", errors="replace") as f:
+                    out.append((base, _spec(f.read().splitlines())))
+            except OSError:
+                pass
+    return out

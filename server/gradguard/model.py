@@ -1,0 +1,124 @@
+"""The data model shared by the analyzer, the fixes, the CLI and the language server.
+
+Positions: ``line`` is 1-based; ``column`` is 1-based and counts Unicode code points (characters) of the
+line, like ruff and like the JSON contract of ``gradguard check --format json``. ``end_column`` is exclusive
+(1-based column of the first character after the range). The language server converts to 0-based UTF-16 (or
+the negotiated encoding) at its boundary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Span:
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace the text from (line, column) up to (end_line, end_column) with ``text``."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Fix:
+    title: str
+    safe: bool
+    edits: tuple[Edit, ...]
+    preferred: bool = False
+    kind: str = ""  # stable identifier of the fix family, e.g. "out-of-place", "remove-inplace", "noqa"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "title": self.title,
+            "safe": self.safe,
+            "preferred": self.preferred,
+            "kind": self.kind,
+            "edits": [asdict(e) for e in self.edits],
+        }
+
+
+@dataclass(frozen=True)
+class Related:
+    path: str
+    line: int
+    column: int
+    message: str
+    end_line: int = 0
+    end_column: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "line": self.line, "column": self.column, "message": self.message}
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """What the in-place operation looks like in the source: what fix builders need.
+
+    kind: one of
+      "method"        x.add_(y) / torch.relu_(x) (``name`` = method or function name, ``receiver`` = x text)
+      "augassign"     x += y (``name`` = the operator, e.g. "+=")
+      "setitem"       x[i] = v
+      "out"           torch.op(..., out=x)
+      "inplace_kwarg" F.relu(x, inplace=True) / nn.ReLU(inplace=True) (the span is the keyword or the call)
+      "module_ctor"   nn.ReLU(True) positional inplace flag in a constructor
+      "carry"         h = h_next carried across loop iterations (GG201)
+      "step"          optimizer.step() between forward and a later backward (GG202)
+    ``stmt`` is the span of the whole statement holding the mutation; ``node`` the span of the expression.
+    """
+
+    kind: str
+    node: Span
+    stmt: Span
+    name: str = ""
+    receiver: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Finding:
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    code: str
+    message: str
+    severity: str = "warning"
+    related: list[Related] = field(default_factory=list)
+    fixes: list[Fix] = field(default_factory=list)
+    mutation: Mutation | None = None
+    # Facts behind the finding, for hover/explanations: which op saved which tensor, etc.
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def span(self) -> Span:
+        return Span(self.line, self.column, self.end_line, self.end_column)
+
+    def sort_key(self) -> tuple[str, int, int, str]:
+        return (self.path, self.line, self.column, self.code)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+            "end_line": self.end_line,
+            "end_column": self.end_column,
+            "code": self.code,
+            "severity": self.severity,
+            "message": self.message,
+            "related": [r.to_json() for r in self.related],
+            "fixes": [f.to_json() for f in self.fixes],
+        }

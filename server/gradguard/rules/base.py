@@ -1,0 +1,95 @@
+"""Rule base: a code, docs (what, why backward breaks, example, fix) and runnable VALID/INVALID examples.
+
+The examples are complete scripts: the test-suite runs each with torch (INVALID must raise the autograd
+error, VALID must run backward clean) and checks the analyzer flags exactly the INVALID ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from gradguard.analysis.hazards import Hazard, SaveRecord, Site
+from gradguard.model import Finding, Mutation, Related, Span
+
+DOCS_BASE = "https://github.com/gradguard/gradguard/blob/main/docs/rules/"
+
+
+def char_col(lines: Sequence[str], line: int, byte_col: int) -> int:
+    """0-based UTF-8 byte column -> 0-based character column."""
+    if not (1 <= line <= len(lines)):
+        return byte_col
+    text = lines[line - 1]
+    if text.isascii():
+        return byte_col
+    return len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
+
+
+def span(lines: Sequence[str], s: Site) -> Span:
+    return Span(s.line, char_col(lines, s.line, s.col) + 1, s.end_line, char_col(lines, s.end_line, s.end_col) + 1)
+
+
+def describe_save(r: SaveRecord) -> str:
+    return f"{r.op} (line {r.site.line}) saved {r.what} for backward"
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    why: ClassVar[str]
+    fix: ClassVar[str]
+    severity: ClassVar[str] = "warning"
+    INVALID: ClassVar[Sequence[str]] = ()
+    VALID: ClassVar[Sequence[str]] = ()
+
+    @classmethod
+    def docs_url(cls) -> str:  # pragma: no cover - trivial
+        return DOCS_BASE + cls.code + ".md"
+
+    @classmethod
+    def matches(cls, h: Hazard) -> bool:
+        raise NotImplementedError
+
+    @classmethod
+    def message(cls, h: Hazard) -> str:
+        raise NotImplementedError
+
+    @classmethod
+    def finding(cls, h: Hazard, path: str, lines: Sequence[str]) -> Finding:
+        sp = span(lines, h.site)
+        related = []
+        for r in h.saves:
+            rs = span(lines, r.site)
+            related.append(Related(path, rs.line, rs.column, f"{r.op} saved {r.what} here", rs.end_line, rs.end_column))
+        for site, msg in h.related:
+            rs = span(lines, site)
+            related.append(Related(path, rs.line, rs.column, msg, rs.end_line, rs.end_column))
+        mut = Mutation(kind=h.form, node=sp, stmt=span(lines, h.stmt), name=h.op, receiver=h.target,
+                       extra=dict(h.extra))
+        facts = {
+            "op": h.op, "target": h.target, "kind": h.kind,
+            "saves": [{"op": r.op, "what": r.what, "line": r.site.line, "op_name": r.op_name} for r in h.saves],
+        }
+        return Finding(path=path, line=sp.line, column=sp.column, end_line=sp.end_line, end_column=sp.end_column,
+                       code=cls.code, message=cls.message(h), severity=cls.severity, related=related,
+                       mutation=mut, facts=facts)
+
+    @classmethod
+    def markdown(cls) -> str:
+        parts = [f"# {cls.code}: {cls.name}", "", cls.summary, "", "## Why backward breaks", "", cls.why.strip(), ""]
+        if cls.INVALID:
+            parts += ["## Example", "", "```python", cls.INVALID[0].strip(), "```", ""]
+        parts += ["## Fix", "", cls.fix.strip(), ""]
+        if cls.VALID:
+            parts += ["## Not flagged", "", "```python", cls.VALID[0].strip(), "```", ""]
+        return "\n".join(parts)
+
+
+def saver_phrase(h: Hazard) -> str:
+    if not h.saves:
+        return "a tensor saved for backward"
+    r = h.saves[0]
+    more = f" (and {len(h.saves) - 1} more)" if len(h.saves) > 1 else ""
+    return f"{r.what} of {r.op} (line {r.site.line}){more}" if r.what.startswith("the output") else \
+        f"a tensor that {r.op} (line {r.site.line}) saved for backward{more}"

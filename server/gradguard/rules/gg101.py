@@ -1,0 +1,77 @@
+from gradguard.analysis.hazards import Hazard
+from gradguard.rules.base import Rule
+
+
+def _target_phrase(h: Hazard) -> str:
+    r = h.saves[0] if h.saves else None
+    if r is None:
+        return "a tensor saved for backward"
+    if r.what == "its output":
+        return f"the output of {r.op} (line {r.site.line}), which {r.op} saved for backward"
+    return f"a tensor that {r.op} (line {r.site.line}) saved for backward"
+
+
+class InplaceOnSaved(Rule):
+    code = "GG101"
+    name = "inplace-on-saved-tensor"
+    summary = "In-place method or operator (`x.add_()`, `x += y`, ...) on a tensor that an op saved for backward."
+    why = """
+Autograd keeps a reference to some inputs or outputs of each op, to compute gradients later: `sigmoid`,
+`exp`, `relu` keep their output, `x * w` keeps both factors when both require grad, `Linear` and `LayerNorm`
+keep their input. Every tensor has a version counter that each in-place op bumps; when `backward()` unpacks
+a saved tensor whose version changed, it raises *one of the variables needed for gradient computation has
+been modified by an inplace operation*. `x * 2` saves nothing, so `y = x * 2; y += 1` is fine; `y = x.exp();
+y += 1` is not.
+"""
+    fix = """
+Rewrite the mutation out of place and keep the name: `x += y` becomes `x = x + y`, `x.mul_(2)` becomes
+`x = x.mul(2)`. The saved tensor keeps its value; the name points at a new tensor. (`.detach()` does NOT help:
+it shares the version counter.)
+"""
+    INVALID = ("""
+import torch
+
+logits = torch.randn(4, 3, requires_grad=True)
+pred = torch.sigmoid(logits)
+pred.clamp_(min=1e-4, max=1 - 1e-4)  # sigmoid saved its output
+pred.sum().backward()
+""", """
+import torch
+
+x = torch.randn(3, requires_grad=True)
+y = x.exp()
+y += 1  # exp saved its output
+y.sum().backward()
+""", """
+import torch
+import torch.nn as nn
+
+ln = nn.LayerNorm(8)
+x = torch.randn(2, 8, requires_grad=True) * 1.0
+x += ln(x)  # LayerNorm saved its input x
+x.sum().backward()
+""")
+    VALID = ("""
+import torch
+
+x = torch.randn(3, requires_grad=True)
+y = x * 2
+y += 1  # mul by a constant saves nothing
+y.sum().backward()
+""", """
+import torch
+
+x = torch.randn(3, requires_grad=True)
+y = x.exp()
+y = y + 1
+y.sum().backward()
+""")
+
+    @classmethod
+    def matches(cls, h: Hazard) -> bool:
+        return h.kind == "saved" and h.form in ("method", "function", "augassign")
+
+    @classmethod
+    def message(cls, h: Hazard) -> str:
+        what = f"`{h.target} {h.op}`" if h.form == "augassign" else f"{h.op}"
+        return f"{what} modifies `{h.target}` in place, but it is {_target_phrase(h)}"

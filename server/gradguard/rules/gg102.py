@@ -1,0 +1,63 @@
+from gradguard.analysis.hazards import Hazard
+from gradguard.rules.base import Rule
+
+
+class InplaceActivationOnSaved(Rule):
+    code = "GG102"
+    name = "inplace-activation-on-saved-tensor"
+    summary = ("`inplace=True` activation or dropout (functional, module, or `nn.Sequential` entry) overwrites a "
+               "tensor that the op before it saved for backward.")
+    why = """
+`ReLU(inplace=True)` and `Dropout(inplace=True)` write their result into their input. That is safe after
+Conv, BatchNorm or Linear, which do not keep their output; it breaks backward after an op that saved its
+output (`ReLU`, `Sigmoid`, `Tanh`, `LeakyReLU(inplace=True)`, `exp`...) or when another op saved the input
+(a `Linear`/`LayerNorm` elsewhere consumed the same tensor, `F.normalize` saved it). An in-place activation
+also saves its own output, so two in-place ops in a row (`LeakyReLU(inplace=True)` then
+`Dropout(inplace=True)`) break too.
+"""
+    fix = """
+Drop `inplace=True` (or set it to False) on the activation that follows the saving op. The memory saved by
+in-place activations is small; a wrong or failing backward is not.
+"""
+    INVALID = ("""
+import torch
+import torch.nn as nn
+
+net = nn.Sequential(nn.Linear(8, 8), nn.LeakyReLU(0.2, inplace=True), nn.Dropout(inplace=True), nn.Linear(8, 1))
+net(torch.randn(4, 8)).sum().backward()
+""", """
+import torch
+import torch.nn.functional as F
+
+x = torch.randn(4, 8, requires_grad=True)
+h = torch.sigmoid(x)
+h = F.dropout(h, p=0.5, inplace=True)  # sigmoid saved its output
+h.sum().backward()
+""")
+    VALID = ("""
+import torch
+import torch.nn as nn
+
+net = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.ReLU(inplace=True), nn.Conv2d(8, 1, 3))
+net(torch.randn(2, 3, 8, 8)).mean().backward()
+""", """
+import torch
+import torch.nn as nn
+
+model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(inplace=True), nn.Dropout(0.5, inplace=True), nn.Linear(8, 2))
+model.eval()  # dropout does nothing in eval mode
+model(torch.randn(2, 4, requires_grad=True)).sum().backward()
+""")
+
+    @classmethod
+    def matches(cls, h: Hazard) -> bool:
+        return h.kind == "saved" and h.form in ("inplace_kwarg", "module_call", "module_entry")
+
+    @classmethod
+    def message(cls, h: Hazard) -> str:
+        r = h.saves[0] if h.saves else None
+        if r is None:
+            return f"{h.op} overwrites a tensor saved for backward"
+        if r.what == "its output":
+            return f"{h.op} overwrites the output of {r.op} (line {r.site.line}), which {r.op} saved for backward"
+        return f"{h.op} overwrites `{h.target}`, which {r.op} (line {r.site.line}) saved for backward"

@@ -1,0 +1,43 @@
+from gradguard.analysis.hazards import Hazard
+from gradguard.rules.base import Rule
+
+
+class InplaceOnLeaf(Rule):
+    code = "GG301"
+    name = "inplace-on-leaf"
+    summary = "In-place op on a leaf tensor that requires grad (a parameter, `requires_grad=True`) outside `torch.no_grad()`."
+    why = """
+A leaf that requires grad is where gradients accumulate; autograd cannot record an in-place change to it, so
+torch raises *a leaf Variable that requires grad is being used in an in-place operation* right at the call
+(for a view of a leaf: *a view of a leaf Variable that requires grad is being used in an in-place operation*).
+"""
+    fix = """
+Update parameters under `with torch.no_grad():` (what optimizers do), or compute a new tensor out of place
+(`w = self.weight.clamp(min=0)` and use `w`).
+"""
+    INVALID = ("""
+import torch
+
+c = torch.randn(4, 3, requires_grad=True)
+c += 1
+(c * c).sum().backward()
+""",)
+    VALID = ("""
+import torch
+
+x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+with torch.no_grad():
+    x += 1
+(x * x).sum().backward()
+""",)
+
+    @classmethod
+    def matches(cls, h: Hazard) -> bool:
+        return h.kind == "leaf"
+
+    @classmethod
+    def message(cls, h: Hazard) -> str:
+        origin = h.get("leaf_origin")
+        where = f" ({origin})" if origin else ""
+        view = "a view of " if h.get("is_view") else ""
+        return f"{h.op} modifies `{h.target}` in place, but it is {view}a leaf tensor that requires grad{where}"
