@@ -6,11 +6,15 @@ STAMP := $(VENV)/.installed-stamp
 
 .PHONY: setup demo test lint typecheck pytest bench clean knowledge
 
-$(STAMP): pyproject.toml constraints.txt requirements-test.txt
+# Areas add their own targets in mk/*.mk (TEST_TARGETS += ...) and pip requirements in requirements/*.txt.
+TEST_TARGETS := lint typecheck pytest
+REQS := $(sort $(wildcard requirements/*.txt))
+
+$(STAMP): pyproject.toml constraints.txt $(REQS)
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -c constraints.txt -e '.[dev,torch]'
-	$(BIN)/python -m pip install -q -c constraints.txt -r requirements-test.txt
+	for r in $(REQS); do $(BIN)/python -m pip install -q -c constraints.txt -r $$r || exit 1; done
 	$(BIN)/python -m pip install -q -c constraints.txt --no-deps timm==1.0.31
 	touch $(STAMP)
 
@@ -30,7 +34,9 @@ typecheck: setup
 pytest: setup
 	$(BIN)/python -m pytest -q
 
-test: lint typecheck pytest
+-include mk/*.mk
+
+test: $(TEST_TARGETS)
 
 bench: setup
 	$(BIN)/python benchmarks/bench_analyzer.py
