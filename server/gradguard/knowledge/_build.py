@@ -1,0 +1,218 @@
+"""Turn probe runs into table entries (see the schema in :mod:`gradguard.knowledge`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from typing import Any
+
+import torch
+
+from gradguard.knowledge import _engine as E
+from gradguard.knowledge._engine import Spec
+from gradguard.knowledge._signature import builtin_params, python_params
+
+
+def _params(spec: Spec, sample_args: list[Any], sample_kwargs: dict[str, Any]) -> list[str]:
+    if spec.params is not None:
+        return list(spec.params)
+    if spec.kind == "module":
+        m = spec.fn()
+        init = python_params(type(m).__init__) or []
+        return [p for p in init if p not in ("self", "args")]
+    target: Any = spec.fn
+    if spec.kind == "method":
+        target = getattr(torch.Tensor, spec.aten or spec.name.split(".", 1)[1], None)
+    ps: list[str] | None = None
+    if inspect.isfunction(target) or inspect.ismethod(target):
+        ps = python_params(target)
+    if ps is None:
+        ps = builtin_params(str(spec.aten or getattr(spec.fn, "__name__", "")), sample_args, sample_kwargs, spec.kind)
+    if ps is None:
+        ps = []
+    if spec.kind == "method" and (not ps or ps[0] != "self"):
+        ps = ["self", *ps[1:]] if ps else ["self"]
+    return ps
+
+
+def _arg_names(spec: Spec, params: list[str], n: int) -> list[str]:
+    if spec.names is not None:
+        return list(spec.names)
+    if spec.kind == "module":
+        m = spec.fn()
+        fwd = python_params(m.forward) or []
+        base = [p for p in fwd if p != "self"]
+    else:
+        base = list(params)
+    return [base[i] if i < len(base) else f"arg{i}" for i in range(n)]
+
+
+def _ordered(names: set[str], order: list[str]) -> list[str]:
+    return [n for n in order if n in names] + sorted(names - set(order))
+
+
+def probe_spec(spec: Spec) -> dict[str, Any]:
+    torch.manual_seed(0)
+    sample_args, sample_kwargs = spec.inputs()
+    params = _params(spec, sample_args, sample_kwargs)
+    arg_names = _arg_names(spec, params, len(sample_args))
+    plain = E.materialize(spec, arg_names, set())
+    tensor_args = [n for n in arg_names if n in plain.named] + [k for k in sample_kwargs if k in plain.named]
+    float_args = []
+    for n in tensor_args:
+        v = plain.named[n]
+        vs = v if isinstance(v, list) else [v]
+        if vs and all(t.is_floating_point() for t in vs) and not spec.grad_params:
+            float_args.append(n)
+    own = [f"self.{p}" for p, _ in plain.module.named_parameters()] if plain.module is not None else []
+    sources = float_args + own
+    entry: dict[str, Any] = {"kind": spec.kind, "args": tensor_args, "params": params, "source": "probe"}
+    if spec.note:
+        entry["note"] = spec.note
+
+    base = E.run(spec, arg_names, set())
+    if base.error and sources:
+        base = E.run(spec, arg_names, set(sources))  # e.g. retain_grad needs a tensor requiring grad
+    if base.error:
+        entry["error"] = base.error
+        entry["source"] = "failed"
+        return entry
+    mutated = set(base.mutated)
+    saves: dict[str, list[str]] = {}
+    saves_output: list[str] = []
+    out_idx: set[int] = set()
+    internal = False
+    for src in sources:
+        r = E.run(spec, arg_names, {src})
+        if r.error:
+            if "not differentiable with respect to" in r.error:
+                entry.setdefault("non_differentiable", []).append(src)
+            elif "require" in r.error and "grad" in r.error:
+                entry.setdefault("rejects_requires_grad", []).append(src)
+            else:
+                entry.setdefault("errors", {})[src] = r.error
+            continue
+        mutated |= r.mutated
+        for name in r.saved:
+            saves.setdefault(name, []).append(src)
+        if r.saved_outputs:
+            saves_output.append(src)
+            out_idx |= r.saved_outputs
+        internal = internal or r.internal > 0
+    entry["saves"] = {k: v for k, v in sorted(saves.items())}
+    entry["saves_output"] = saves_output
+    outs = E.flatten_tensors(base.output)
+    if out_idx and not isinstance(base.output, torch.Tensor) and len(outs) > 1:
+        entry["saved_output_indices"] = sorted(out_idx)
+    if internal:
+        entry["saves_internal"] = True
+    arg_mut = [n for n in tensor_args if n in mutated]
+    if spec.grad_params:
+        arg_mut = []  # clip_grad_*: writes .grad, not the parameters' data
+    if arg_mut:
+        entry["mutates"] = arg_mut
+    buf_mut = sorted(n for n in mutated if n.startswith("self."))
+    if buf_mut:
+        entry["mutates_state"] = buf_mut
+    if spec.grad_params:
+        entry["mutates_grad"] = tensor_args
+    view_of, returns_arg = E.view_relation(spec, arg_names)
+    if view_of:
+        entry["view_of"] = view_of
+    if returns_arg:
+        entry["returns_arg"] = returns_arg
+    if float_args and E.multi_output_view(spec, arg_names, set(float_args)):
+        entry["multi_output_view"] = True
+    if arg_mut and E.runs_under_no_grad(spec, arg_names, arg_mut):
+        entry["no_grad"] = True
+    if spec.kind == "function" and E.accepts_out(spec, arg_names):
+        entry["accepts_out"] = True
+    if sources:
+        ac = E.run(spec, arg_names, set(sources), autocast=True)
+        if not ac.error and ac.casts:
+            entry["autocast_casts"] = _ordered(ac.casts, sources)
+    if spec.kind == "module" or spec.train_kwarg:
+        ev_mut: set[str] = set()
+        ev_saves = False
+        for src in sources or [""]:
+            r = E.run(spec, arg_names, {src} if src else set(), train=False)
+            ev_mut |= {n for n in r.mutated if n in tensor_args}
+            ev_saves = ev_saves or bool(r.saved or r.saved_outputs or r.internal)
+        tr_saves = bool(saves or saves_output or internal)
+        if (arg_mut and not ev_mut) or (tr_saves and not ev_saves) or (buf_mut and not ev_mut):
+            if not ev_mut and not ev_saves:
+                entry["train_only"] = True
+        if spec.train_kwarg:
+            entry["train_kwarg"] = spec.train_kwarg
+            default = _default(spec.fn, spec.train_kwarg)
+            if default is not None:
+                entry["train_kwarg_default"] = default
+    if "inplace" in params:
+        entry["inplace_kwarg"] = "inplace"
+    return entry
+
+
+def _default(fn: Any, name: str) -> Any:
+    try:
+        p = inspect.signature(fn).parameters.get(name)
+    except (TypeError, ValueError):
+        return None
+    return None if p is None or p.default is inspect.Parameter.empty else p.default
+
+
+def inplace_variant(spec: Spec) -> Spec:
+    if spec.kind == "module":
+        factory = spec.fn
+
+        def make() -> Any:
+            m = factory()
+            m.inplace = True
+            return m
+
+        return dataclasses.replace(spec, name=f"{spec.name}[inplace=True]", fn=make, variant=("inplace", True))
+    inputs = spec.inputs
+
+    def inp() -> tuple[list[Any], dict[str, Any]]:
+        a, k = inputs()
+        return a, {**k, "inplace": True}
+
+    return dataclasses.replace(spec, name=f"{spec.name}[inplace=True]", inputs=inp, variant=("inplace", True))
+
+
+def _out_of_place(name: str, table: dict[str, Any]) -> str | None:
+    cands = []
+    if name.endswith("[inplace=True]"):
+        cands.append(name[: -len("[inplace=True]")])
+    elif name.startswith("operator.i") and name not in ("operator.invert", "operator.index"):
+        cands.append("operator." + name[len("operator.i") :])
+    elif name.endswith("_") and not name.endswith("__"):
+        cands.append(name[:-1])
+    for c in cands:
+        if c in table:
+            return c
+    return None
+
+
+def build_entries() -> dict[str, Any]:
+    from gradguard.knowledge._derivatives import fill_from_derivatives
+    from gradguard.knowledge._specs import all_specs
+    from gradguard.knowledge._synth import synth_inplace_specs
+
+    specs = all_specs()
+    known = {s.name for s in specs}
+    specs += synth_inplace_specs(known)
+    table: dict[str, Any] = {}
+    for spec in specs:
+        entry = probe_spec(spec)
+        table[spec.name] = entry
+        if entry.get("inplace_kwarg") and spec.variant is None:
+            v = inplace_variant(spec)
+            ve = probe_spec(v)
+            ve.pop("inplace_kwarg", None)
+            table[v.name] = ve
+    fill_from_derivatives(table)
+    for name, entry in table.items():
+        oop = _out_of_place(name, table)
+        if oop and entry.get("mutates"):
+            entry["out_of_place"] = oop
+    return table

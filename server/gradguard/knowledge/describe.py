@@ -1,0 +1,103 @@
+"""Human-readable text for one table entry (``gradguard knowledge NAME``, LSP hover / showKnowledge)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gradguard.knowledge import Knowledge, OpInfo
+
+_PREFIXES = ("", "torch.", "Tensor.", "torch.nn.functional.", "torch.nn.", "torch.nn.init.", "operator.")
+_ALIASES = {"F.": "torch.nn.functional.", "nn.init.": "torch.nn.init.", "nn.": "torch.nn.", "torch.Tensor.": "Tensor."}
+
+
+def resolve(kb: Knowledge, name: str) -> str | None:
+    """The table key for ``name``: exact, an alias (``F.relu``, ``nn.ReLU``), or a unique short name."""
+    if name in kb:
+        return name
+    for short, full in _ALIASES.items():
+        if name.startswith(short) and full + name[len(short) :] in kb:
+            return full + name[len(short) :]
+    for p in _PREFIXES:
+        if p + name in kb:
+            return p + name
+    return None
+
+
+def _conds(conds: tuple[str, ...], args: tuple[str, ...]) -> str:
+    if set(conds) >= {a for a in args if not a.startswith("self.")} and len(conds) > 1:
+        return "whenever any input requires grad"
+    return "when " + " or ".join(f"`{c}`" for c in conds) + " requires grad"
+
+
+def describe(kb: Knowledge, name: str) -> str | None:
+    key = resolve(kb, name)
+    if key is None:
+        return None
+    info = kb.get(key)
+    if info is None:
+        return None
+    raw: dict[str, Any] = dict(kb.raw.get(key) or {})
+    return _text(info, raw, kb)
+
+
+def _text(info: OpInfo, raw: dict[str, Any], kb: Knowledge) -> str:
+    lines = [f"{info.name}  ({info.kind}; torch {kb.torch_version}; source: {raw.get('source', '?')})"]
+    if info.params:
+        lines.append(f"  signature: ({', '.join(info.params)})")
+    if raw.get("error"):
+        lines.append(f"  could not be probed: {raw['error']}")
+    saved_any = False
+    for arg, conds in info.saves.items():
+        if conds:
+            saved_any = True
+            lines.append(f"  saves `{arg}` for backward {_conds(conds, info.args)}")
+    if info.saves_output:
+        saved_any = True
+        idx = raw.get("saved_output_indices")
+        which = "the output" if not idx else "output " + ", ".join(f"[{i}]" for i in idx)
+        lines.append(f"  saves {which} for backward {_conds(info.saves_output, info.args)}")
+    if raw.get("saves_internal"):
+        lines.append("  also saves internal tensors of its own (statistics, masks, copies): not visible to your code")
+    if not saved_any and "saves" in raw:
+        lines.append("  saves none of its inputs or outputs: modifying them in place afterwards is safe for it")
+    if saved_any:
+        lines.append(
+            "  => modifying a saved tensor in place before backward() raises "
+            '"one of the variables needed for gradient computation has been modified by an inplace operation"'
+        )
+    if info.mutates:
+        lines.append(f"  writes in place into: {', '.join(f'`{m}`' for m in info.mutates)}")
+        if info.out_of_place:
+            lines.append(f"  out-of-place form: {info.out_of_place}")
+    if raw.get("mutates_grad"):
+        lines.append(f"  writes into the .grad of {', '.join(raw['mutates_grad'])} (not their data)")
+    if raw.get("mutates_state"):
+        lines.append(f"  updates module state in place: {', '.join(raw['mutates_state'])}")
+    if info.view_of:
+        lines.append(f"  returns a view of `{info.view_of}` (shares its storage and version counter)")
+    if raw.get("returns_arg"):
+        lines.append(f"  returns `{raw['returns_arg']}` itself (same tensor)")
+    if info.multi_output_view:
+        lines.append(
+            "  returns several views of one tensor: modifying any of them in place raises "
+            '"... is a view and is being modified inplace" when the input requires grad'
+        )
+    if info.inplace_kwarg:
+        lines.append(f"  `{info.inplace_kwarg}=True` makes it write into its input (see {info.name}[{info.inplace_kwarg}=True])")
+    if info.no_grad:
+        lines.append("  runs under torch.no_grad(): allowed on leaf tensors that require grad (e.g. parameters)")
+    if info.train_only:
+        lines.append("  only in training mode (module.train() / training=True); a no-op for autograd in eval mode")
+    if raw.get("train_kwarg_default") is not None:
+        lines.append(f"  `{raw.get('train_kwarg')}` defaults to {raw['train_kwarg_default']}")
+    if info.autocast_casts:
+        lines.append(
+            "  under CPU autocast (bfloat16) saves a cast copy of: " + ", ".join(f"`{a}`" for a in info.autocast_casts)
+        )
+    if info.accepts_out:
+        lines.append("  accepts out=: writing into a tensor saved for backward is an in-place modification")
+    if raw.get("non_differentiable"):
+        lines.append(f"  not differentiable w.r.t.: {', '.join(raw['non_differentiable'])}")
+    if raw.get("note"):
+        lines.append(f"  note: {raw['note']}")
+    return "\n".join(lines)
