@@ -29,6 +29,11 @@ def span(lines: Sequence[str], s: Site) -> Span:
     return Span(s.line, char_col(lines, s.line, s.col) + 1, s.end_line, char_col(lines, s.end_line, s.end_col) + 1)
 
 
+def span_dict(lines: Sequence[str], s: Site) -> dict[str, int]:
+    sp = span(lines, s)
+    return {"line": sp.line, "column": sp.column, "end_line": sp.end_line, "end_column": sp.end_column}
+
+
 def describe_save(r: SaveRecord) -> str:
     return f"{r.op} (line {r.site.line}) saved {r.what} for backward"
 
@@ -65,8 +70,8 @@ class Rule:
         for site, msg in h.related:
             rs = span(lines, site)
             related.append(Related(path, rs.line, rs.column, msg, rs.end_line, rs.end_column))
-        mut = Mutation(kind=h.form, node=sp, stmt=span(lines, h.stmt), name=h.op, receiver=h.target,
-                       extra=dict(h.extra))
+        extra = {k: (span_dict(lines, v) if isinstance(v, Site) else v) for k, v in h.extra}
+        mut = Mutation(kind=h.form, node=sp, stmt=span(lines, h.stmt), name=h.op, receiver=h.target, extra=extra)
         facts = {
             "op": h.op, "target": h.target, "kind": h.kind,
             "saves": [{"op": r.op, "what": r.what, "line": r.site.line, "op_name": r.op_name} for r in h.saves],

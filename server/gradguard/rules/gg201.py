@@ -56,8 +56,9 @@ for i in range(5):
 
     @classmethod
     def message(cls, h: Hazard) -> str:
-        step = h.get("step_line")
         bw = h.get("backward_line")
-        return (f"`{h.target}` carries the previous iteration's graph into the next one; backward (line {bw}) "
-                f"then reaches tensors saved before optimizer.step() (line {step}) updated the parameters in place"
-                " - detach the carried state")
+        carry = h.get("carry_stmt_span")
+        at = f" (line {carry.line})" if carry is not None else ""
+        return (f"{h.op} updates parameters in place that the previous iteration's graph saved; that graph is "
+                f"carried into the next iteration by `{h.target}`{at} without .detach(), so backward (line {bw}) "
+                "finds them changed")

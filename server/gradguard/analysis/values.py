@@ -1,0 +1,295 @@
+"""Abstract values of the interpreter.
+
+A tensor value (:class:`T`) points to a *set* of storages (may-alias): views, ``.detach()`` and plain
+assignment share a storage, which stands for torch's version counter. What has been saved for backward is
+flow-sensitive state kept per storage in :class:`Heap`, so a mutation through any alias finds every save.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from gradguard.analysis.hazards import Site
+
+_ids = itertools.count(1)
+
+NO, MAYBE, YES = 0, 1, 2  # requires-grad lattice
+
+
+class Storage:
+    """Identity of a version counter. ``param_of`` marks parameters of a module (for optimizer steps)."""
+
+    __slots__ = ("desc", "leaf", "param_of", "sid", "site")
+
+    def __init__(self, desc: str = "", site: Site | None = None, leaf: bool = False, param_of: Any = None):
+        self.sid = next(_ids)
+        self.desc = desc
+        self.site = site
+        self.leaf = leaf
+        self.param_of = param_of
+
+    def __repr__(self) -> str:  # pragma: no cover - debugging aid
+        return f"<S{self.sid} {self.desc}>"
+
+
+class Val:
+    """Base of abstract values."""
+
+    __slots__ = ()
+
+
+class UnknownT(Val):
+    __slots__ = ()
+
+    def __repr__(self) -> str:  # pragma: no cover
+        return "Unknown"
+
+
+UNKNOWN = UnknownT()
+
+
+@dataclass(frozen=True, eq=False)
+class Const(Val):
+    value: Any = None
+    known: bool = True
+
+
+NONE = Const(None)
+UNKNOWN_NUM = Const(None, known=False)
+
+
+# Provenance of a graph: (owner, stamp, carry) — owner is a module object or a leaf Storage whose parameters
+# ops of this graph used; stamp orders events; carry is the (Site, name, value Site) of a loop-carried assignment.
+Prov = tuple[Any, int, Any]
+
+
+@dataclass(frozen=True, eq=False)
+class T(Val):
+    storages: frozenset[Storage]
+    rg: int = MAYBE
+    leaf: bool = False  # a leaf that requires grad, or a view of one
+    view: str | None = None  # None | "view" | "multi" | "nograd"
+    view_op: str = ""
+    maybe_tensor: bool = False  # an unknown value (parameter, unknown call) that may be a tensor
+    maybe_tuple: bool = False  # output of a module call: unpacking it is not unbinding a tensor
+    prov: frozenset[Prov] = frozenset()
+    alias_of: str | None = None  # `out = x`: the name it aliases (for GG103 fixes)
+    alias_site: Site | None = None
+    origin: str = ""  # how it was made ("sigmoid", "nn.Parameter", ...)
+
+    def with_(self, **kw: Any) -> T:
+        return replace(self, **kw)
+
+
+def fresh(desc: str = "", rg: int = NO, site: Site | None = None, leaf: bool = False, **kw: Any) -> T:
+    return T(frozenset({Storage(desc, site, leaf)}), rg=rg, leaf=leaf, origin=desc, **kw)
+
+
+@dataclass(frozen=True, eq=False)
+class Seq(Val):
+    """A list/tuple. ``items`` None means unknown length (all elements approximated by ``elem``)."""
+
+    items: tuple[Val, ...] | None
+    elem: Val = UNKNOWN
+    kind: str = "list"
+
+    @staticmethod
+    def of(items: list[Val] | tuple[Val, ...], kind: str = "list") -> Seq:
+        items = tuple(items)
+        el: Val = UNKNOWN
+        for i, v in enumerate(items):
+            el = v if i == 0 else join(el, v)
+        return Seq(items, el, kind)
+
+
+@dataclass(frozen=True, eq=False)
+class Alt(Val):
+    """Alternative sequences (lists built differently on different paths), kept apart for nn.Sequential."""
+
+    alts: tuple[Seq, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class Ref(Val):
+    """A reference to an importable name: ``torch``, ``torch.nn.ReLU``, ``numpy.exp``..."""
+
+    qual: str
+
+
+@dataclass(eq=False)
+class FuncInfo:
+    node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
+    qual: str
+    cls: ClassInfo | None = None
+    closure: dict[str, Val] | None = None
+    no_grad: bool = False
+    is_static: bool = False
+    is_classmethod: bool = False
+
+
+@dataclass(frozen=True, eq=False)
+class Func(Val):
+    info: FuncInfo
+
+
+@dataclass(eq=False)
+class ClassInfo:
+    node: ast.ClassDef
+    name: str
+    bases: list[Val] = field(default_factory=list)
+    methods: dict[str, FuncInfo] = field(default_factory=dict)
+    attrs: dict[str, Val] = field(default_factory=dict)
+
+    def mro(self) -> list[ClassInfo]:
+        out: list[ClassInfo] = [self]
+        for b in self.bases:
+            if isinstance(b, ClassV):
+                for c in b.info.mro():
+                    if c not in out:
+                        out.append(c)
+        return out
+
+    def torch_bases(self) -> list[str]:
+        out = []
+        for c in self.mro():
+            for b in c.bases:
+                if isinstance(b, Ref):
+                    out.append(b.qual)
+        return out
+
+    def find_method(self, name: str) -> FuncInfo | None:
+        for c in self.mro():
+            if name in c.methods:
+                return c.methods[name]
+        return None
+
+    def class_attr(self, name: str) -> Val | None:
+        for c in self.mro():
+            if name in c.attrs:
+                return c.attrs[name]
+        return None
+
+
+@dataclass(frozen=True, eq=False)
+class ClassV(Val):
+    info: ClassInfo
+
+
+class Obj(Val):
+    """A (mutable) module or object instance: torch module, nn.Sequential, ModuleList, user class instance."""
+
+    __slots__ = (
+        "attrs",
+        "cfg",
+        "ctor",
+        "entries",
+        "info",
+        "inplace",
+        "kind",
+        "kw_site",
+        "params",
+        "positional",
+        "qual",
+        "training",
+    )
+
+    def __init__(self, kind: str, qual: str = "", info: ClassInfo | None = None):
+        self.kind = kind  # "torch" | "sequential" | "modulelist" | "local" | "optimizer" | "ctx"
+        self.qual = qual
+        self.info = info
+        self.attrs: dict[str, Val] = {}
+        self.entries: Val = Seq((), UNKNOWN)  # Seq or Alt, for containers
+        self.ctor: Site | None = None
+        self.kw_site: Site | None = None
+        self.positional = False
+        self.inplace = False
+        self.training: bool | None = None  # None: unknown (default: training)
+        self.params: dict[str, T] = {}
+        self.cfg: dict[str, Val] = {}
+
+    def __repr__(self) -> str:  # pragma: no cover
+        return f"<Obj {self.kind} {self.qual or (self.info.name if self.info else '')}>"
+
+
+@dataclass(frozen=True, eq=False)
+class Bound(Val):
+    obj: Val
+    func: FuncInfo
+
+
+@dataclass(frozen=True, eq=False)
+class Method(Val):
+    """``x.name`` where x is a tensor/object and ``name`` is resolved at call time."""
+
+    recv: Val
+    name: str
+    node: ast.AST | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Params(Val):
+    """``model.parameters()``: the objects and leaf storages an optimizer will update."""
+
+    owners: frozenset[Any]
+
+
+@dataclass(frozen=True, eq=False)
+class Super(Val):
+    obj: Val
+    cls: ClassInfo | None
+
+
+def join(a: Val, b: Val) -> Val:
+    if a is b:
+        return a
+    if isinstance(a, T) and isinstance(b, T):
+        return T(a.storages | b.storages, rg=max(a.rg, b.rg), leaf=a.leaf or b.leaf,
+                 view=a.view if a.view in ("multi", "nograd") else b.view if b.view in ("multi", "nograd") else
+                 (a.view or b.view), view_op=a.view_op or b.view_op,
+                 maybe_tensor=a.maybe_tensor and b.maybe_tensor, maybe_tuple=a.maybe_tuple or b.maybe_tuple,
+                 prov=a.prov | b.prov, alias_of=a.alias_of or b.alias_of, alias_site=a.alias_site or b.alias_site,
+                 origin=a.origin or b.origin)
+    if isinstance(a, T) and b is UNKNOWN:
+        return a
+    if isinstance(b, T) and a is UNKNOWN:
+        return b
+    if isinstance(a, T) and isinstance(b, Const):
+        return a
+    if isinstance(b, T) and isinstance(a, Const):
+        return b
+    if isinstance(a, (Seq, Alt)) and isinstance(b, (Seq, Alt)):
+        alts: list[Seq] = []
+        for x in (a.alts if isinstance(a, Alt) else (a,)) + (b.alts if isinstance(b, Alt) else (b,)):
+            if not any(x is y for y in alts):
+                alts.append(x)
+        if len(alts) == 1:
+            return alts[0]
+        if len(alts) <= 6 and all(s.items is not None for s in alts):
+            return Alt(tuple(alts))
+        el: Val = UNKNOWN
+        for i, s in enumerate(alts):
+            el = s.elem if i == 0 else join(el, s.elem)
+        return Seq(None, el, alts[0].kind)
+    if isinstance(a, Const) and isinstance(b, Const):
+        return a if a.value == b.value and a.known and b.known and type(a.value) is type(b.value) else UNKNOWN_NUM
+    if isinstance(a, Obj) or isinstance(b, Obj):
+        return a if isinstance(a, Obj) else b
+    if a is UNKNOWN:
+        return b
+    if b is UNKNOWN:
+        return a
+    return a
+
+
+def seq_elem(v: Val) -> Val:
+    if isinstance(v, Seq):
+        return v.elem
+    if isinstance(v, Alt):
+        el: Val = UNKNOWN
+        for i, s in enumerate(v.alts):
+            el = s.elem if i == 0 else join(el, s.elem)
+        return el
+    return UNKNOWN
