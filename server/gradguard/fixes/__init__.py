@@ -71,13 +71,11 @@ def noqa_fix(f: Finding, lines: Sequence[str]) -> Fix | None:
 
 def attach_fixes(findings: Sequence[Finding], source: str) -> None:
     """Compute every finding's fixes (ranked, exactly one preferred), plus the suppression fix last."""
+    from gradguard.fixes.builders import build_fixes
+
     lines = source.splitlines()
-    try:
-        from gradguard.fixes.builders import build_fixes
-    except ImportError:  # pragma: no cover - builders land with the fixes issue
-        build_fixes = None  # type: ignore[assignment]
     for f in findings:
-        fixes: list[Fix] = list(build_fixes(f, source, lines)) if build_fixes else []
+        fixes: list[Fix] = build_fixes(f, source, lines)
         nq = noqa_fix(f, lines)
         if nq:
             fixes.append(nq)

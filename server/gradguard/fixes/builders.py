@@ -1,0 +1,872 @@
+"""Fix builders: one finding (with its ``Mutation``) in, ranked fixes out.
+
+Only the statement(s) a fix touches are parsed: with ``ast`` to locate tokens (minimal edits that keep
+comments and formatting) and with ``libcst`` where arguments are removed from a call (``out=``,
+``inplace=True``), so commas and comments inside the call survive. Every fix is checked to leave the touched
+statements parseable. ``safe`` means the fixed code computes the same forward values as the intended code;
+see docs/fixes.md for what each family promises.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import textwrap
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import libcst as cst
+
+from gradguard.fixes.scope import is_private_tensor
+from gradguard.model import Edit, Finding, Fix, Mutation, Span
+
+ESCAPE_HATCH = "torch.autograd.graph.allow_mutation_on_saved_tensors()"
+
+# In-place methods and their out-of-place forms (used for the other links of a chain like
+# ``x.mul_(s).add_(m)``; the flagged op's own out-of-place name comes from the analyzer).
+OUT_OF_PLACE = {n + "_": n for n in """
+abs absolute acos acosh add addbmm addcdiv addcmul addmm addmv addr asin asinh atan atan2 atanh baddbmm
+bitwise_and bitwise_not bitwise_or bitwise_xor ceil clamp clamp_max clamp_min clip copysign cos cosh cumprod
+cumsum deg2rad digamma div divide erf erfc erfinv exp exp2 expm1 fix float_power floor floor_divide fmod frac
+hypot i0 index_add index_copy index_fill index_put lerp lgamma log log10 log1p log2 logical_and logical_not
+logical_or logical_xor logit masked_fill masked_scatter mul multiply mvlgamma nan_to_num neg negative nextafter
+pow rad2deg reciprocal relu remainder renorm round rsqrt scatter scatter_add scatter_reduce sgn sigmoid sign
+sin sinc sinh sqrt square squeeze sub subtract t tan tanh transpose tril triu true_divide trunc unsqueeze
+where xlogy hardtanh leaky_relu elu selu celu rrelu silu mish threshold hardsigmoid hardswish
+""".split()}
+
+_ATOMS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.Constant, ast.List, ast.Tuple, ast.Dict,
+          ast.Set, ast.ListComp, ast.DictComp, ast.SetComp, ast.GeneratorExp, ast.JoinedStr)
+
+
+def _sp(v: Any) -> Span | None:
+    """A span from the analyzer's extra dict ({line, column, end_line, end_column}) or a Span."""
+    if v is None:
+        return None
+    if isinstance(v, Span):
+        return v
+    if isinstance(v, dict):
+        try:
+            return Span(int(v["line"]), int(v["column"]), int(v["end_line"]), int(v["end_column"]))
+        except (KeyError, TypeError, ValueError):
+            return None
+    if all(hasattr(v, k) for k in ("line", "column", "end_line", "end_column")):
+        return Span(v.line, v.column, v.end_line, v.end_column)
+    return None
+
+
+def _char_col(text: str, byte_col: int) -> int:
+    return byte_col if text.isascii() else len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
+
+
+def _replace(sp: Span, text: str) -> Edit:
+    return Edit(sp.line, sp.column, sp.end_line, sp.end_column, text)
+
+
+def _insert(line: int, col: int, text: str) -> Edit:
+    return Edit(line, col, line, col, text)
+
+
+def _paren(text: str, node: ast.AST | None) -> str:
+    return text if isinstance(node, _ATOMS) else f"({text})"
+
+
+def _short(text: str, limit: int = 48) -> str:
+    one = " ".join(text.split())
+    return one if len(one) <= limit else one[: limit - 3] + "..."
+
+
+@dataclass
+class Stmt:
+    """The statement holding the mutation: its text and ast, and positions mapped back to the file."""
+
+    span: Span
+    text: str
+    tree: ast.stmt
+    lines: Sequence[str]
+
+    def pos(self, lineno: int, byte_col: int) -> tuple[int, int]:
+        line = self.span.line + lineno - 1
+        if lineno == 1:
+            first = self.lines[line - 1][self.span.column - 1:]
+            return line, self.span.column + _char_col(first, byte_col)
+        return line, _char_col(self.lines[line - 1], byte_col) + 1
+
+    def span_of(self, node: ast.AST) -> Span:
+        a = self.pos(node.lineno, node.col_offset)  # type: ignore[attr-defined]
+        b = self.pos(node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
+        return Span(a[0], a[1], b[0], b[1])
+
+    def source_of(self, node: ast.AST) -> str:
+        return ast.get_source_segment(self.text, node) or ""
+
+    def find(self, sp: Span | None, kind: type = ast.AST) -> ast.AST | None:
+        if sp is None:
+            return None
+        for n in ast.walk(self.tree):
+            if isinstance(n, kind) and hasattr(n, "lineno") and self.span_of(n) == sp:
+                return n
+        return None
+
+
+class Ctx:
+    def __init__(self, finding: Finding, source: str, lines: Sequence[str]) -> None:
+        self.f = finding
+        self.m: Mutation = finding.mutation  # type: ignore[assignment]
+        self.ex: dict[str, Any] = dict(self.m.extra or {})
+        self.source = source
+        self.lines = lines
+        self.nl = "\r\n" if "\r\n" in source[:10000] else "\n"
+        self._stmt: Stmt | None = None
+
+    # -- text --------------------------------------------------------------------------------------------
+    def text(self, sp: Span) -> str:
+        if sp.line == sp.end_line:
+            return self.lines[sp.line - 1][sp.column - 1:sp.end_column - 1]
+        parts = [self.lines[sp.line - 1][sp.column - 1:]]
+        parts += self.lines[sp.line:sp.end_line - 1]
+        parts.append(self.lines[sp.end_line - 1][:sp.end_column - 1])
+        return "\n".join(parts)
+
+    def indent(self, line: int) -> str:
+        t = self.lines[line - 1]
+        return t[: len(t) - len(t.lstrip())]
+
+    def starts_line(self, sp: Span) -> bool:
+        return not self.lines[sp.line - 1][: sp.column - 1].strip()
+
+    def ends_line(self, sp: Span) -> bool:
+        rest = self.lines[sp.end_line - 1][sp.end_column - 1:].strip()
+        return not rest or rest.startswith("#")
+
+    def own_lines(self, sp: Span) -> bool:
+        return self.starts_line(sp) and self.ends_line(sp)
+
+    def indent_unit(self, line: int) -> str:
+        return "\t" if "\t" in self.indent(line) else "    "
+
+    # -- the statement -----------------------------------------------------------------------------------
+    def stmt(self) -> Stmt | None:
+        if self._stmt is None:
+            sp = self.m.stmt
+            if not (1 <= sp.line <= sp.end_line <= len(self.lines)):
+                return None
+            text = self.text(sp)
+            try:
+                mod = ast.parse(text)
+            except (SyntaxError, ValueError):
+                return None
+            if len(mod.body) != 1:
+                return None
+            self._stmt = Stmt(sp, text, mod.body[0], self.lines)
+        return self._stmt
+
+    def private(self, name: str) -> bool:
+        return is_private_tensor(self.source, self.lines, self.m.stmt.line, name)
+
+    # -- validation --------------------------------------------------------------------------------------
+    def parses_after(self, fix: Fix) -> bool:
+        """The full lines touched by the fix (and the statement) parse after the edits if they did before."""
+        from gradguard.fixes import apply_edits
+
+        first = min([e.line for e in fix.edits] + [self.m.stmt.line])
+        last = max([e.end_line for e in fix.edits] + [self.m.stmt.end_line])
+        last = min(last, len(self.lines))
+        region = self.lines[first - 1:last]
+        old = "\n".join(region) + "\n"
+        shifted = [Edit(e.line - first + 1, e.column, e.end_line - first + 1, e.end_column, e.text)
+                   for e in fix.edits if e.line >= first]
+        new = apply_edits(old, shifted)
+        if _parses(old):
+            return _parses(new)
+        return True  # a fragment of a larger statement: libcst generated it, trust it
+
+
+def _parses(text: str) -> bool:
+    try:
+        ast.parse(textwrap.dedent(text))
+        return True
+    except (SyntaxError, ValueError):
+        try:
+            ast.parse("if True:\n" + textwrap.indent(textwrap.dedent(text), "    "))
+            return True
+        except (SyntaxError, ValueError):
+            return False
+
+
+# -----------------------------------------------------------------------------------------------------------
+# Shared pieces
+# -----------------------------------------------------------------------------------------------------------
+
+def _root(node: ast.AST) -> ast.AST:
+    """``x`` for ``x``, ``x.a``, ``x[i]``, ``x.a[i].b``."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node
+
+
+def _assignable(node: ast.AST) -> bool:
+    return isinstance(node, ast.Name) or (isinstance(node, ast.Attribute) and isinstance(_root(node), ast.Name))
+
+
+def _is_parameter_attr(ctx: Ctx, node: ast.AST) -> bool:
+    """``self.weight``-like attributes that hold an ``nn.Parameter``: assigning a plain tensor to them fails."""
+    if not isinstance(node, ast.Attribute):
+        return False
+    attr = node.attr
+    if attr in ("weight", "bias") or attr.endswith(("_weight", "_bias")):
+        return True
+    pat = re.compile(r"self\." + re.escape(attr) + r"\s*=\s*(?:torch\.)?(?:nn\.)?Parameter\(|"
+                     r"register_parameter\(\s*['\"]" + re.escape(attr) + "['\"]")
+    return bool(pat.search(ctx.source))
+
+
+def _in_no_grad(ctx: Ctx) -> bool:
+    """Is the statement inside a ``with torch.no_grad():`` block (found by indentation)?"""
+    line = ctx.m.stmt.line
+    ind = len(ctx.indent(line))
+    for i in range(line - 1, 0, -1):
+        t = ctx.lines[i - 1]
+        s = t.strip()
+        if not s or s.startswith("#"):
+            continue
+        ti = len(t) - len(t.lstrip())
+        if ti < ind:
+            if re.match(r"with\b.*\bno_grad\(\)", s) or re.match(r"with\b.*\binference_mode\(", s):
+                return True
+            if re.match(r"(async\s+)?def\b|class\b", s):
+                return False
+            ind = ti
+    return False
+
+
+def _clone_before(ctx: Ctx, base: ast.AST, st: Stmt, rhs: ast.AST | None, code: str) -> list[Fix]:
+    """``x = x.clone()`` on the line before the statement (hoisting the right-hand side first when it reads
+    ``x``, so the value is computed from the original tensor and the clone is what gets modified)."""
+    if not _assignable(base) or not ctx.starts_line(st.span):
+        return []
+    if isinstance(base, ast.Attribute) and _is_parameter_attr(ctx, base):
+        return []
+    btext = st.source_of(base)
+    ind = ctx.indent(st.span.line)
+    nl = ctx.nl
+    root = _root(base)
+    root_name = root.id if isinstance(root, ast.Name) else ""
+    safe = isinstance(base, ast.Name) and code in ("GG101", "GG102", "GG103", "GG104") and ctx.private(base.id)
+    reads_base = rhs is not None and any(isinstance(n, ast.Name) and n.id == root_name for n in ast.walk(rhs))
+    if not reads_base:
+        return [Fix(f"Clone `{btext}` before modifying it (`{btext} = {btext}.clone()`)", safe,
+                    (_insert(st.span.line, 1, f"{ind}{btext} = {btext}.clone(){nl}"),), kind="clone")]
+    assert rhs is not None
+    tmp = _fresh_name(ctx, "value")
+    rhs_sp = st.span_of(rhs)
+    rhs_text = ctx.text(rhs_sp)
+    edits = (
+        _insert(st.span.line, 1, f"{ind}{tmp} = {rhs_text}{nl}{ind}{btext} = {btext}.clone(){nl}"),
+        _replace(rhs_sp, tmp),
+    )
+    return [Fix(f"Compute the value first, then clone `{btext}` before assigning into it", safe, edits,
+                kind="clone")]
+
+
+def _fresh_name(ctx: Ctx, base: str) -> str:
+    name = base
+    i = 1
+    while re.search(r"\b" + name + r"\b", ctx.source):
+        i += 1
+        name = f"{base}{i}"
+    return name
+
+
+def _escape_hatch(ctx: Ctx, end_line: int | None = None) -> list[Fix]:
+    """Wrap the statements from the op that saved the tensor through the backward in
+    ``with torch.autograd.graph.allow_mutation_on_saved_tensors():`` (forward and backward must both run under
+    it). Only offered when they are consecutive statements of one block."""
+    if not re.search(r"^\s*import torch\b", ctx.source, re.M):
+        return []
+    st = ctx.m.stmt
+    ind = ctx.indent(st.line)
+    save_lines = [int(s.get("line", 0)) for s in ctx.f.facts.get("saves", []) if s.get("line")]
+    start = min([*save_lines, st.line])
+    if not (1 <= start <= len(ctx.lines)) or ctx.indent(start) != ind:
+        return []
+    if end_line is None:
+        for j in range(st.end_line + 1, len(ctx.lines) + 1):
+            t = ctx.lines[j - 1]
+            if not t.strip() or t.strip().startswith("#"):
+                continue
+            if len(t) - len(t.lstrip()) < len(ind):
+                return []
+            if ".backward(" in t or "autograd.backward(" in t:
+                end_line = j
+                break
+        if end_line is None:
+            return []
+    # extend to the end of the backward statement (a call may span lines)
+    while end_line < len(ctx.lines) and ctx.lines[end_line].strip() and \
+            len(ctx.lines[end_line]) - len(ctx.lines[end_line].lstrip()) > len(ind):
+        end_line += 1
+    for j in range(start, end_line + 1):
+        t = ctx.lines[j - 1]
+        if t.strip() and not t.startswith(ind):
+            return []
+    unit = ctx.indent_unit(st.line)
+    edits = [_insert(start, 1, f"{ind}with {ESCAPE_HATCH}:{ctx.nl}{unit}")]
+    edits += [_insert(j, 1, unit) for j in range(start + 1, end_line + 1) if ctx.lines[j - 1].strip()]
+    return [Fix("Run forward and backward under `allow_mutation_on_saved_tensors()` (keeps a copy of "
+                "each saved tensor that is modified)", False, tuple(edits), kind="allow-mutation")]
+
+
+# -----------------------------------------------------------------------------------------------------------
+# In-place methods and functions: x.mul_(2), x.mul_(s).add_(m), torch.relu_(x)
+# -----------------------------------------------------------------------------------------------------------
+
+def _chain(expr: ast.AST) -> tuple[list[ast.Call], ast.AST]:
+    """``x.a_(..).b_(..)`` -> ([outer call, ..., inner call], x): the in-place method calls down to the root."""
+    calls: list[ast.Call] = []
+    node = expr
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+            node.func.attr.endswith("_") and not node.func.attr.endswith("__"):
+        calls.append(node)
+        node = node.func.value
+    return calls, node
+
+
+def _attr_name_span(st: Stmt, call: ast.Call) -> Span:
+    f = call.func
+    assert isinstance(f, ast.Attribute)
+    end = st.pos(f.end_lineno, f.end_col_offset)  # type: ignore[arg-type]
+    return Span(end[0], end[1] - len(f.attr), end[0], end[1])
+
+
+def _method(ctx: Ctx) -> list[Fix]:
+    st = ctx.stmt()
+    if st is None:
+        return []
+    call = st.find(_sp(ctx.ex.get("call_span")), ast.Call)
+    if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
+        return []
+    code = ctx.f.code
+    name = call.func.attr
+    oop = ctx.ex.get("out_of_place") or OUT_OF_PLACE.get(name)
+    fixes: list[Fix] = []
+    tree = st.tree
+    # 1. The whole statement is an in-place chain on an assignable root: rebind the root.
+    if isinstance(tree, ast.Expr):
+        calls, root = _chain(tree.value)
+        if call in calls and _assignable(root):
+            fixes += _rebind_chain(ctx, st, calls, root, call, oop)
+    else:
+        fixes += _nested_method(ctx, st, call, oop)
+    base = _root(call.func.value)
+    if code in ("GG101",) and isinstance(call.func.value, (ast.Name, ast.Subscript, ast.Attribute)):
+        fixes += _clone_before(ctx, base if isinstance(call.func.value, ast.Subscript) else call.func.value, st,
+                               None, code)
+    if code == "GG301":
+        fixes = _leaf_fixes(ctx, st, fixes, call.func.value)
+    return fixes
+
+
+def _rebind_chain(ctx: Ctx, st: Stmt, calls: list[ast.Call], root: ast.AST, flagged: ast.Call,
+                  oop: str | None) -> list[Fix]:
+    code = ctx.f.code
+    if code == "GG301" and _is_parameter_attr(ctx, root):
+        return []  # a Parameter attribute cannot be rebound to a plain tensor
+    if code == "GG101" and isinstance(root, ast.Attribute) and _is_parameter_attr(ctx, root):
+        return []
+    rtext = st.source_of(root)
+    edits: list[Edit] = [_insert(st.span.line, st.span.column, f"{rtext} = ")]
+    inner = calls[-1]
+    for c in calls:
+        assert isinstance(c.func, ast.Attribute)
+        new = oop if c is flagged and oop else OUT_OF_PLACE.get(c.func.attr)
+        if new:
+            edits.append(_replace(_attr_name_span(st, c), new))
+        elif c is inner:
+            rsp = st.span_of(root)
+            edits.append(_insert(rsp.end_line, rsp.end_column, ".clone()"))
+        # an in-place op further out now acts on a new tensor: leave it
+    old = _short(st.text)
+    from gradguard.fixes import apply_edits
+
+    shifted = [Edit(e.line - st.span.line + 1, e.column - (st.span.column - 1 if e.line == st.span.line else 0),
+                    e.end_line - st.span.line + 1,
+                    e.end_column - (st.span.column - 1 if e.end_line == st.span.line else 0), e.text)
+               for e in edits]
+    preview = _short(apply_edits(st.text, shifted))
+    safe = isinstance(root, ast.Name) and code in ("GG101",) and ctx.private(root.id) and \
+        ctx.f.mutation is not None and not ctx.ex.get("is_view")
+    return [Fix(f"Rewrite `{old}` as `{preview}`", safe, tuple(edits), kind="out-of-place")]
+
+
+def _nested_method(ctx: Ctx, st: Stmt, call: ast.Call, oop: str | None) -> list[Fix]:
+    """The in-place call is part of a larger expression: ``return x.clamp_(0, 1)``, ``y = f(x.mul_(2))``."""
+    assert isinstance(call.func, ast.Attribute)
+    recv = call.func.value
+    csp = st.span_of(call)
+    name_sp = _attr_name_span(st, call)
+    fixes: list[Fix] = []
+    plain: list[Edit] = []
+    if oop:
+        plain.append(_replace(name_sp, oop))
+    else:
+        rsp = st.span_of(recv)
+        plain.append(_insert(rsp.end_line, rsp.end_column, ".clone()"))
+    ctext = _short(st.source_of(call))
+    newname = oop or f"clone().{call.func.attr}"
+    if isinstance(recv, ast.Name) and not isinstance(st.tree, ast.Return):
+        # keep the rebinding: (x := x.mul(2))
+        walrus = [_insert(csp.line, csp.column, f"({recv.id} := "), *plain, _insert(csp.end_line, csp.end_column, ")")]
+        fixes.append(Fix(f"Rewrite `{ctext}` as `({recv.id} := {recv.id}.{newname}(...))`",
+                         ctx.f.code == "GG101" and ctx.private(recv.id), tuple(walrus), kind="out-of-place"))
+    rtext = st.source_of(recv)
+    safe = isinstance(recv, ast.Name) and isinstance(st.tree, ast.Return) and ctx.f.code == "GG101" and \
+        ctx.private(recv.id)
+    fixes.append(Fix(f"Use out-of-place `{rtext}.{newname}(...)` (`{_short(rtext, 24)}` itself is no longer modified)",
+                     safe, tuple(plain), kind="out-of-place"))
+    return fixes
+
+
+def _function(ctx: Ctx) -> list[Fix]:
+    st = ctx.stmt()
+    if st is None:
+        return []
+    call = st.find(_sp(ctx.ex.get("call_span")), ast.Call)
+    arg = st.find(_sp(ctx.ex.get("arg_span")))
+    if not isinstance(call, ast.Call) or arg is None:
+        return []
+    oop = ctx.ex.get("out_of_place_func")
+    fsp = st.span_of(call.func)
+    func_text = st.source_of(call.func)
+    atext = st.source_of(arg)
+    edits_inner: list[Edit]
+    if oop:
+        edits_inner = [_replace(fsp, oop)]
+        new_call = f"{oop}({atext}, ...)" if len(call.args) + len(call.keywords) > 1 else f"{oop}({atext})"
+    else:
+        asp = st.span_of(arg)
+        edits_inner = [_insert(asp.end_line, asp.end_column, ".clone()")]
+        new_call = f"{func_text}({atext}.clone(), ...)"
+    code = ctx.f.code
+    fixes: list[Fix] = []
+    csp = st.span_of(call)
+    if isinstance(st.tree, ast.Expr) and st.tree.value is call and _assignable(arg):
+        if not (code in ("GG301", "GG101") and _is_parameter_attr(ctx, arg)):
+            safe = isinstance(arg, ast.Name) and code == "GG101" and ctx.private(arg.id)
+            fixes.append(Fix(f"Rewrite `{_short(st.text)}` as `{atext} = {new_call}`", safe,
+                             (_insert(st.span.line, st.span.column, f"{atext} = "), *edits_inner),
+                             kind="out-of-place"))
+    else:
+        if isinstance(arg, ast.Name) and not isinstance(st.tree, ast.Return):
+            fixes.append(Fix(f"Rewrite `{_short(st.source_of(call))}` as `({atext} := {new_call})`",
+                             code == "GG101" and ctx.private(arg.id),
+                             (_insert(csp.line, csp.column, f"({atext} := "), *edits_inner,
+                              _insert(csp.end_line, csp.end_column, ")")), kind="out-of-place"))
+        safe = isinstance(arg, ast.Name) and isinstance(st.tree, ast.Return) and code == "GG101" and \
+            ctx.private(arg.id)
+        fixes.append(Fix(f"Use out-of-place `{new_call}` (`{_short(atext, 24)}` itself is no longer modified)",
+                         safe, tuple(edits_inner), kind="out-of-place"))
+    if code == "GG301":
+        fixes = _leaf_fixes(ctx, st, fixes, arg)
+    return fixes
+
+
+# -----------------------------------------------------------------------------------------------------------
+# x += y
+# -----------------------------------------------------------------------------------------------------------
+
+def _augassign(ctx: Ctx) -> list[Fix]:
+    st = ctx.stmt()
+    if st is None or not isinstance(st.tree, ast.AugAssign):
+        return []
+    node = st.tree
+    target, value = node.target, node.value
+    code = ctx.f.code
+    fixes: list[Fix] = []
+    ttext = st.source_of(target)
+    vtext_full = st.source_of(value)
+    if _assignable(target) and not (code in ("GG301", "GG101") and _is_parameter_attr(ctx, target)):
+        tsp, vsp = st.span_of(target), st.span_of(value)
+        between = ctx.text(Span(tsp.end_line, tsp.end_column, vsp.line, vsp.column))
+        op = ctx.ex.get("op") or (ctx.m.name[:-1] if ctx.m.name.endswith("=") else "")
+        m = re.search(re.escape(op) + "=", between) if op else None
+        if m:
+            off = m.start()
+            # position of the operator: between starts at the end of the target
+            pre = between[:off]
+            if "\n" in pre:
+                ol = tsp.end_line + pre.count("\n")
+                oc = len(pre.rsplit("\n", 1)[1]) + 1
+            else:
+                ol, oc = tsp.end_line, tsp.end_column + off
+            edits: list[Edit] = [Edit(ol, oc, ol, oc + len(op) + 1, f"= {ttext} {op}")]
+            if not isinstance(value, _ATOMS):
+                edits += [_insert(vsp.line, vsp.column, "("), _insert(vsp.end_line, vsp.end_column, ")")]
+            safe = isinstance(target, ast.Name) and code == "GG101" and ctx.private(target.id)
+            shown = _paren(_short(vtext_full, 32), value)
+            fixes.append(Fix(f"Rewrite `{ttext} {op}= {_short(vtext_full, 32)}` as `{ttext} = {ttext} {op} {shown}`",
+                             safe, tuple(edits), kind="out-of-place"))
+    if code in ("GG101", "GG103") and isinstance(target, ast.Subscript):
+        fixes += _clone_before(ctx, _root(target), st, value, code)
+    elif code == "GG101" and isinstance(target, ast.Name):
+        fixes += _clone_before(ctx, target, st, None, code)
+    if code == "GG301":
+        fixes = _leaf_fixes(ctx, st, fixes, target)
+    return fixes
+
+
+# -----------------------------------------------------------------------------------------------------------
+# GG301: leaf tensors
+# -----------------------------------------------------------------------------------------------------------
+
+def _leaf_fixes(ctx: Ctx, st: Stmt, fixes: list[Fix], target: ast.AST) -> list[Fix]:
+    """Out of place (changes what is a leaf, so unsafe), or ``with torch.no_grad():`` for a parameter update."""
+    fixes = [Fix(f.title + " (the leaf itself is no longer modified)", False, f.edits, False, f.kind)
+             if f.kind == "out-of-place" else f for f in fixes]
+    text = st.text
+    update = ".grad" in text or _is_parameter_attr(ctx, target) or (
+        isinstance(target, ast.Attribute) and not fixes)
+    wrap: list[Fix] = []
+    if ctx.own_lines(st.span) and not _in_no_grad(ctx) and re.search(r"^\s*import torch\b", ctx.source, re.M):
+        ind = ctx.indent(st.span.line)
+        unit = ctx.indent_unit(st.span.line)
+        edits = [_insert(st.span.line, 1, f"{ind}with torch.no_grad():{ctx.nl}{unit}")]
+        edits += [_insert(j, 1, unit) for j in range(st.span.line + 1, st.span.end_line + 1)
+                  if ctx.lines[j - 1].strip()]
+        wrap.append(Fix("Wrap the update in `with torch.no_grad():` (autograd does not record it)", False,
+                        tuple(edits), kind="no-grad"))
+    return wrap + fixes if update else fixes + wrap
+
+
+# -----------------------------------------------------------------------------------------------------------
+# x[i] = v
+# -----------------------------------------------------------------------------------------------------------
+
+def _setitem(ctx: Ctx) -> list[Fix]:
+    st = ctx.stmt()
+    fixes: list[Fix] = []
+    alias_site = _sp(ctx.ex.get("alias_site"))
+    if alias_site is not None:
+        vtext = ctx.text(alias_site)
+        try:
+            vnode: ast.AST | None = ast.parse(vtext.strip(), mode="eval").body
+        except SyntaxError:
+            vnode = None
+        if vnode is not None:
+            edits: tuple[Edit, ...]
+            if isinstance(vnode, _ATOMS):
+                edits = (_insert(alias_site.end_line, alias_site.end_column, ".clone()"),)
+            else:
+                edits = (_insert(alias_site.line, alias_site.column, "("),
+                         _insert(alias_site.end_line, alias_site.end_column, ").clone()"))
+            alias = ctx.ex.get("alias_of") or _short(vtext, 24)
+            fixes.append(Fix(f"Clone `{alias}` where it is aliased (line {alias_site.line}): "
+                             f"`{_paren(_short(vtext, 24), vnode)}.clone()`", False, edits, kind="clone"))
+    if st is not None and isinstance(st.tree, ast.Assign) and len(st.tree.targets) == 1:
+        tgt = st.tree.targets[0]
+        if isinstance(tgt, ast.Subscript):
+            fixes += _clone_before(ctx, _root(tgt) if isinstance(_root(tgt), ast.Name) else tgt.value, st,
+                                   st.tree.value, ctx.f.code)
+    return fixes
+
+
+# -----------------------------------------------------------------------------------------------------------
+# torch.op(..., out=x)
+# -----------------------------------------------------------------------------------------------------------
+
+class _DropArg(cst.CSTTransformer):
+    def __init__(self, keyword: str | None = None, index: int | None = None, replace: str | None = None) -> None:
+        self.keyword, self.index, self.replace = keyword, index, replace
+        self.done = False
+        self.depth = 0
+
+    def visit_Call(self, node: cst.Call) -> bool:
+        self.depth += 1
+        return self.depth == 1
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        self.depth -= 1
+        if self.depth != 0:
+            return updated
+        args = list(updated.args)
+        for i, a in enumerate(args):
+            hit = (self.keyword is not None and a.keyword is not None and a.keyword.value == self.keyword) or \
+                  (self.index is not None and a.keyword is None and i == self.index)
+            if not hit:
+                continue
+            self.done = True
+            if self.replace is not None:
+                args[i] = a.with_changes(value=cst.parse_expression(self.replace))
+                return updated.with_changes(args=args)
+            del args[i]
+            if args and i == len(args):  # removed the last argument: drop the trailing comma it relied on
+                last = args[-1]
+                keep_trailing = isinstance(a.comma, cst.Comma)
+                args[-1] = last.with_changes(comma=last.comma if keep_trailing else cst.MaybeSentinel.DEFAULT)
+            return updated.with_changes(args=args)
+        return updated
+
+
+def _rewrite_call(text: str, keyword: str | None = None, index: int | None = None,
+                  replace: str | None = None) -> str | None:
+    try:
+        expr = cst.parse_expression(text)
+    except (cst.ParserSyntaxError, Exception):
+        return None
+    t = _DropArg(keyword, index, replace)
+    new = expr.visit(t)
+    if not t.done or not isinstance(new, cst.BaseExpression):
+        return None
+    return cst.Module(body=[]).code_for_node(new)
+
+
+def _out(ctx: Ctx) -> list[Fix]:
+    st = ctx.stmt()
+    if st is None:
+        return []
+    call = st.find(_sp(ctx.ex.get("call_span")), ast.Call)
+    if not isinstance(call, ast.Call):
+        return []
+    kw = next((k for k in call.keywords if k.arg == "out"), None)
+    if kw is None or not _assignable(kw.value):
+        return []
+    target = st.source_of(kw.value)
+    csp = st.span_of(call)
+    new_call = _rewrite_call(ctx.text(csp), keyword="out")
+    if new_call is None:
+        return []
+    code = ctx.f.code
+    safe = isinstance(kw.value, ast.Name) and ctx.private(kw.value.id)
+    tree = st.tree
+    if isinstance(tree, ast.Expr) and tree.value is call:
+        edits = (_insert(st.span.line, st.span.column, f"{target} = "), _replace(csp, new_call))
+        return [Fix(f"Assign the result instead of writing into `{target}`: `{target} = {_short(new_call, 40)}`",
+                    safe and code == "GG104", edits, kind="out-of-place")]
+    if isinstance(tree, ast.Assign) and tree.value is call and len(tree.targets) == 1:
+        edits = (_insert(csp.line, csp.column, f"{target} = "), _replace(csp, new_call))
+        return [Fix(f"Assign the result instead of writing into `{target}`", safe and code == "GG104", edits,
+                    kind="out-of-place")]
+    return []
+
+
+# -----------------------------------------------------------------------------------------------------------
+# inplace=True (functional call, module constructor, nn.Sequential entry)
+# -----------------------------------------------------------------------------------------------------------
+
+def _inplace_flag(ctx: Ctx) -> list[Fix]:
+    ctor = _sp(ctx.ex.get("ctor_span"))
+    kw = _sp(ctx.ex.get("kw_span"))
+    if ctor is None or kw is None or not (1 <= ctor.line <= ctor.end_line <= len(ctx.lines)):
+        return []
+    ctext = ctx.text(ctor)
+    try:
+        cnode = ast.parse(ctext, mode="eval").body
+    except SyntaxError:
+        return []
+    if not isinstance(cnode, ast.Call):
+        return []
+    positional = bool(ctx.ex.get("positional"))
+    index: int | None = None
+    if positional:
+        # which positional argument is the flag: match by position in the call text
+        rel = _rel_offset(ctx, ctor, kw)
+        for i, a in enumerate(cnode.args):
+            a_off = _node_offset(ctext, a)
+            if a_off == rel:
+                index = i
+        if index is None:
+            return []
+    else:
+        if not any(k.arg == "inplace" for k in cnode.keywords):
+            return []
+    fname = ast.get_source_segment(ctext, cnode.func) or "the call"
+    safe = _inplace_removal_safe(ctx, ctor, cnode)
+    fixes: list[Fix] = []
+    is_last = positional and index == len(cnode.args) - 1 and not cnode.keywords
+    if not positional or is_last:
+        new = _rewrite_call(ctext, keyword=None if positional else "inplace", index=index)
+        if new is not None:
+            what = "`inplace=True`" if not positional else "the positional `inplace` flag"
+            fixes.append(Fix(f"Remove {what} from `{_short(fname, 32)}(...)`", safe, (_replace(ctor, new),),
+                             kind="remove-inplace"))
+    new = _rewrite_call(ctext, keyword=None if positional else "inplace", index=index, replace="False")
+    if new is not None:
+        fixes.append(Fix(f"Set `inplace=False` in `{_short(fname, 32)}(...)`", safe, (_replace(ctor, new),),
+                         kind="remove-inplace"))
+    return fixes
+
+
+def _rel_offset(ctx: Ctx, outer: Span, inner: Span) -> int:
+    pre = ctx.text(Span(outer.line, outer.column, inner.line, inner.column))
+    return len(pre)
+
+
+def _node_offset(text: str, node: ast.AST) -> int:
+    lines = text.split("\n")
+    ln, col = node.lineno, node.col_offset  # type: ignore[attr-defined]
+    return sum(len(x) + 1 for x in lines[: ln - 1]) + _char_col(lines[ln - 1], col)
+
+
+def _inplace_removal_safe(ctx: Ctx, ctor: Span, cnode: ast.Call) -> bool:
+    """Dropping the flag keeps forward values when nobody else can see the overwritten input."""
+    kind = ctx.m.kind
+    if kind == "module_entry":
+        before = "\n".join([*ctx.lines[max(0, ctor.line - 6):ctor.line - 1],
+                            ctx.lines[ctor.line - 1][:ctor.column - 1]])
+        before = re.sub(r"#[^\n]*", "", before).rstrip()
+        return not before.endswith("Sequential(")  # the first entry overwrites the Sequential's own input
+    st = ctx.stmt()
+    if kind == "inplace_kwarg":
+        arg0: ast.AST | None = cnode.args[0] if cnode.args else next(
+            (k.value for k in cnode.keywords if k.arg in ("input", "x")), None)
+    else:  # module_call: the call site is the statement
+        if st is None:
+            return False
+        call = st.find(ctx.m.node, ast.Call)
+        arg0 = call.args[0] if isinstance(call, ast.Call) and call.args else None
+    if arg0 is None:
+        return False
+    if not isinstance(arg0, ast.Name):
+        return not isinstance(arg0, (ast.Attribute, ast.Subscript))  # a temporary
+    if st is not None and isinstance(st.tree, ast.Assign) and len(st.tree.targets) == 1 and \
+            isinstance(st.tree.targets[0], ast.Name) and st.tree.targets[0].id == arg0.id:
+        return ctx.private(arg0.id) or _rebinding_only(ctx, arg0.id)
+    return False
+
+
+def _rebinding_only(ctx: Ctx, name: str) -> bool:
+    """``h = act(h)`` where ``h`` is not a parameter and has no alias: the old ``h`` is unreachable after."""
+    from gradguard.fixes.scope import enclosing_scope
+
+    found = enclosing_scope(ctx.source, ctx.lines, ctx.m.stmt.line)
+    if found is None:
+        return False
+    scope, _ = found
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        a = scope.args
+        if any(p.arg == name for p in [*a.posonlyargs, *a.args, *a.kwonlyargs]):
+            return False
+    for n in ast.walk(scope):
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name) and n.value.id == name:
+            return False
+    return True
+
+
+# -----------------------------------------------------------------------------------------------------------
+# GG201: state carried across iterations
+# -----------------------------------------------------------------------------------------------------------
+
+def _carry(ctx: Ctx) -> list[Fix]:
+    vsp = _sp(ctx.ex.get("value_span"))
+    if vsp is None:
+        return []
+    vtext = ctx.text(vsp)
+    try:
+        vnode = ast.parse(vtext.strip(), mode="eval").body
+    except SyntaxError:
+        return []
+    target = ctx.m.receiver or "the state"
+    if isinstance(vnode, ast.Tuple) and vnode.elts and "\n" not in vtext:
+        parts = [_paren(ast.get_source_segment(vtext.strip(), e) or "", e) + ".detach()" for e in vnode.elts]
+        inner = ", ".join(parts)
+        new = f"({inner})" if vtext.strip().startswith("(") else inner
+        return [Fix(f"Detach each carried tensor: `{target} = {_short(new, 40)}`", False, (_replace(vsp, new),),
+                    kind="detach")]
+    if _lstm_state(ctx, vnode):
+        new = f"tuple(s.detach() for s in {vtext})"
+        return [Fix(f"Detach the carried state: `{target} = {_short(new, 40)}`", False, (_replace(vsp, new),),
+                    kind="detach")]
+    if isinstance(vnode, _ATOMS):
+        edits: tuple[Edit, ...] = (_insert(vsp.end_line, vsp.end_column, ".detach()"),)
+        shown = f"{vtext}.detach()"
+    else:
+        edits = (_insert(vsp.line, vsp.column, "("), _insert(vsp.end_line, vsp.end_column, ").detach()"))
+        shown = f"({vtext}).detach()"
+    return [Fix(f"Detach the carried state: `{target} = {_short(shown, 40)}` (truncates backprop through time)",
+                False, edits, kind="detach")]
+
+
+def _lstm_state(ctx: Ctx, vnode: ast.AST) -> bool:
+    """Is the carried value the (h, c) tuple an LSTM returned (``out, hidden = self.lstm(x, hidden)``)?"""
+    if not isinstance(vnode, ast.Name):
+        return False
+    pat = re.compile(r"^\s*[\w\s,()]*\b" + re.escape(vnode.id) + r"\)?\s*=\s*[\w.]*lstm\w*\(", re.I | re.M)
+    return bool(pat.search(ctx.source))
+
+
+# -----------------------------------------------------------------------------------------------------------
+# GG202: optimizer.step() between a forward and a later backward
+# -----------------------------------------------------------------------------------------------------------
+
+def _step(ctx: Ctx) -> list[Fix]:
+    step = _sp(ctx.ex.get("step_stmt_span")) or ctx.m.stmt
+    bw = _sp(ctx.ex.get("backward_stmt_span"))
+    fixes: list[Fix] = []
+    if bw is not None and bw.line > step.end_line and ctx.own_lines(step) and ctx.own_lines(bw):
+        step_lines = ctx.lines[step.line - 1:step.end_line]
+        sind = ctx.indent(step.line)
+        bind = ctx.indent(bw.line)
+        moved = [bind + ln[len(sind):] if ln.startswith(sind) else ln for ln in step_lines]
+        nl = ctx.nl
+        stext = _short(ctx.text(step), 32)
+        edits: list[Edit] = [Edit(step.line, 1, step.end_line + 1, 1, "")]
+        if bw.end_line < len(ctx.lines):
+            edits.append(_insert(bw.end_line + 1, 1, nl.join(moved) + nl))
+        else:
+            end_col = len(ctx.lines[bw.end_line - 1]) + 1
+            edits.append(_insert(bw.end_line, end_col, nl + nl.join(moved)))
+        fixes.append(Fix(f"Move `{stext}` after the backward at line {bw.line}", False, tuple(edits),
+                         kind="reorder-step"))
+    fixes += _escape_hatch(ctx, end_line=bw.end_line if bw is not None else None) if bw is not None and \
+        bw.line > step.line else []
+    return fixes
+
+
+# -----------------------------------------------------------------------------------------------------------
+
+_BUILDERS: dict[str, Callable[[Ctx], list[Fix]]] = {
+    "method": _method,
+    "function": _function,
+    "augassign": _augassign,
+    "setitem": _setitem,
+    "out": _out,
+    "inplace_kwarg": _inplace_flag,
+    "module_entry": _inplace_flag,
+    "module_call": _inplace_flag,
+    "module_ctor": _inplace_flag,
+    "carry": _carry,
+    "step": _step,
+}
+
+_NEVER_DETACH = ("GG101", "GG102", "GG103", "GG104")
+
+
+def build_fixes(finding: Finding, source: str, lines: Sequence[str]) -> list[Fix]:
+    """The fixes for one finding, best first; exactly one (the first) is preferred. Never raises."""
+    m = finding.mutation
+    if m is None:
+        return []
+    builder = _BUILDERS.get(m.kind)
+    if builder is None:
+        return []
+    ctx = Ctx(finding, source, lines)
+    try:
+        fixes = builder(ctx)
+        if finding.code in _NEVER_DETACH and m.kind not in ("step",) and not any(
+                f.kind in ("out-of-place", "remove-inplace") for f in fixes):
+            fixes += _escape_hatch(ctx)
+        fixes = [f for f in fixes if f.edits and ctx.parses_after(f)]
+    except (SyntaxError, ValueError, IndexError, KeyError, TypeError, AttributeError, RecursionError,
+            AssertionError):
+        return []
+    if finding.code in _NEVER_DETACH:
+        fixes = [f for f in fixes if f.kind != "detach"]
+    out: list[Fix] = []
+    seen: set[tuple[Edit, ...]] = set()
+    for f in fixes:
+        if f.edits in seen:
+            continue
+        seen.add(f.edits)
+        out.append(Fix(f.title, f.safe, f.edits, not out, f.kind))
+    return out
