@@ -81,12 +81,18 @@ def _gitignores_above(top: str) -> list[tuple[str, pathspec.PathSpec]]:
         pass
     if not chain or not os.path.isdir(os.path.join(chain[-1], ".git")):
         return out
+    abs_top = os.path.abspath(top)
     for base in reversed(chain):
         gi = os.path.join(base, ".gitignore")
         if os.path.isfile(gi):
             try:
                 with open(gi, encoding="utf-8", errors="replace") as f:
-                    out.append((base, _spec(f.read().splitlines())))
+                    spec = _spec(f.read().splitlines())
             except OSError:
-                pass
+                continue
+            # A directory the user named explicitly is checked even if an ancestor .gitignore ignores it.
+            parts = os.path.relpath(abs_top, base).replace(os.sep, "/").split("/")
+            if any(spec.match_file("/".join(parts[: i + 1]) + "/") for i in range(len(parts))):
+                continue
+            out.append((base, spec))
     return out

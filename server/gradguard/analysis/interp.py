@@ -138,6 +138,7 @@ class Analyzer:
         self.cur_stmt: ast.stmt | None = None
         self.active_loops: list[ast.AST] = []
         self.alias_stmt: dict[Site, Site] = {}
+        self._ng_only: set[int] | None = None
 
     # ------------------------------------------------------------------ driver
     def run(self) -> list[Hazard]:
@@ -154,6 +155,12 @@ class Analyzer:
             except Budget:
                 continue
         return sorted(self.hazards.values(), key=lambda h: (h.site.line, h.site.col))
+
+    def ng_only(self, fi: FuncInfo) -> bool:
+        if self._ng_only is None:
+            self._ng_only = _no_grad_only(self.tree)
+        node = fi.node
+        return not isinstance(node, ast.Lambda) and id(node) in self._ng_only
 
     def standalone(self, fi: FuncInfo) -> None:
         node = fi.node
@@ -175,13 +182,17 @@ class Analyzer:
                 self_obj = self.default_instance(fi.cls) if node.name != "__init__" else Obj("local", fi.cls.name, fi.cls)
                 env[first] = self_obj
             params = params[1:]
+        tensor_params = fi.cls is not None and node.name in ("forward", "backward") and bool(
+            fi.cls.torch_bases() or any(isinstance(b, ClassV) for b in fi.cls.bases))
         for p in params + list(args.kwonlyargs):
-            env[p.arg] = defaults.get(p.arg) or fresh(p.arg, rg=MAYBE, maybe_tensor=True)
+            is_tensor = tensor_params or _annotated_tensor(p.annotation)
+            env[p.arg] = defaults.get(p.arg) or fresh(p.arg, rg=MAYBE, maybe_tensor=not is_tensor)
         if args.vararg:
             env[args.vararg.arg] = Seq(None, UNKNOWN, "tuple")
         if args.kwarg:
             env[args.kwarg.arg] = UNKNOWN
-        no_grad = fi.no_grad or (fi.cls is not None and self._is_function_class(fi.cls) and node.name == "forward")
+        no_grad = fi.no_grad or self.ng_only(fi) or (
+            fi.cls is not None and self._is_function_class(fi.cls) and node.name == "forward")
         st = State(env, Heap(), no_grad=no_grad)
         fr = Frame(fi, 1, self_obj)
         self.active.append(fi)
@@ -1185,7 +1196,7 @@ class Analyzer:
         if name in ("sum", "min", "max") and pos:
             el = self.elem(pos[0], n) if len(pos) == 1 else join(pos[0], pos[1])
             if isinstance(el, T):
-                return self.new_tensor([el], st, name)
+                return self.new_tensor([el], st, name).with_(maybe_tensor=el.maybe_tensor)
             return UNKNOWN_NUM
         if name == "next" and pos:
             return self.elem(pos[0], n)
@@ -1237,6 +1248,9 @@ class Analyzer:
                 info = var
                 bound = self.bind(info, pos, kw)
         if info.train_only:
+            drop_p = bound.get("p", module.cfg.get("p") if module is not None else None)
+            if isinstance(drop_p, Const) and drop_p.known and drop_p.value == 0:
+                return self._first_tensor(info, bound)
             training = bound.get("training")
             if module is not None:
                 if module.training is False:
@@ -1253,14 +1267,23 @@ class Analyzer:
                         bound.setdefault(c, self.module_param(module, c[5:]))
         rgmap: dict[str, bool] = {}
         prov: frozenset[Any] = frozenset()
+        only_maybe = False
+        if info.kind == "operator":
+            # An unknown value (a parameter of a plain function) in arithmetic is as likely a Python number as a
+            # tensor: it proves nothing, requires no grad and is not saved, unless every operand is unknown.
+            ts = [v for v in bound.values() if isinstance(v, T)]
+            only_maybe = bool(ts) and all(v.maybe_tensor for v in ts)
+            if not only_maybe:
+                bound = {k: (UNKNOWN_NUM if isinstance(v, T) and v.maybe_tensor and k not in info.mutates else v)
+                         for k, v in bound.items()}
         for name, v in bound.items():
-            r, p = _tensor_facts(v)
+            r, pr = _tensor_facts(v)
             rgmap[name] = r
-            prov |= p
+            prov |= pr
         any_rg = any(rgmap.values())
         grad_on = not st.no_grad and not info.no_grad
         if module is not None and grad_on:
-            prov |= {(module, self.stamp, None)}
+            prov = prov | {(module, self.stamp, None)}
         # 1. in-place writes
         mutated: T | None = None
         for m in info.mutates:
@@ -1346,7 +1369,9 @@ class Analyzer:
             res = vt
         else:
             res = T(frozenset({Storage(display)}), rg=out_rg, prov=prov, origin=display,
-                    maybe_tuple=module is not None)
+                    maybe_tuple=module is not None, maybe_tensor=only_maybe)
+            if only_maybe:
+                return res
         if grad_on and any_rg and info.saves_output and info.output_saved(rgmap) and isinstance(res, T):
             self.save(res, st, SaveRecord(display, "its output", site, info.name))
         return res
@@ -1738,7 +1763,9 @@ class Analyzer:
         if a.kwarg:
             env[a.kwarg.arg] = UNKNOWN
         self_obj = pos[0] if fi.cls is not None and pos and not fi.is_static else None
-        callee = State(env, st.heap, st.no_grad or fi.no_grad, st.autocast, st.allow_mutation)
+        first_sid = Storage("marker").sid
+        callee = State(env, st.heap, st.no_grad or fi.no_grad or self.ng_only(fi), st.autocast,
+                       st.allow_mutation)
         cfr = Frame(fi, fr.depth + 1, self_obj)
         self.active.append(fi)
         saved_stmt = self.cur_stmt
@@ -1751,16 +1778,28 @@ class Analyzer:
         finally:
             self.active.pop()
             self.cur_stmt = saved_stmt
-        result: Val | None = None
-        heap: Heap | None = end.heap if end is not None else None
+        paths: list[tuple[Val, Heap]] = [(v, rs.heap) for v, rs in cfr.returns]
         if end is not None:
-            result = NONE
-        for v, rs in cfr.returns:
-            result = v if result is None or result is NONE else join(result, v)
-            heap = rs.heap if heap is None else heap.join(rs.heap)
-        if heap is not None:
-            st.heap = heap
-        return result if result is not None else UNKNOWN
+            paths.append((NONE, end.heap))
+        if not paths:
+            return UNKNOWN
+        result: Val = paths[0][0]
+        for v, _h in paths[1:]:
+            result = NONE if result is NONE and v is NONE else (v if result is NONE else result if v is NONE
+                                                                 else join(result, v))
+        if len(paths) == 1:
+            st.heap = paths[0][1]
+            return result
+        returned = [_storages_of(v) for v, _h in paths]
+        any_returned: set[Storage] = set().union(*returned)
+        heap: Heap | None = None
+        for (_v, h), mine in zip(paths, returned):
+            trimmed = Heap({s: r for s, r in h.saved.items()
+                            if s.sid <= first_sid or s in mine or s not in any_returned}, h.steps, h.freed)
+            heap = trimmed if heap is None else heap.join(trimmed)
+        assert heap is not None
+        st.heap = heap
+        return result
 
     # backward -------------------------------------------------------------------------
     def backward(self, y: Val, kw: dict[str, Val], n: ast.AST, st: State) -> None:
@@ -1792,6 +1831,104 @@ class Analyzer:
         if not retain:
             heap.freed = heap.freed | {(o, s) for (o, s, _c) in y.prov}
             heap.saved = {}
+
+
+_NG_NAMES = ("no_grad", "inference_mode")
+
+
+def _is_ng_expr(e: ast.expr) -> bool:
+    f = e.func if isinstance(e, ast.Call) else e
+    name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+    if name in _NG_NAMES:
+        return True
+    if name == "set_grad_enabled" and isinstance(e, ast.Call) and e.args:
+        a = e.args[0]
+        return isinstance(a, ast.Constant) and a.value is False
+    return False
+
+
+def _no_grad_only(tree: ast.Module) -> set[int]:
+    """Functions (by id of their def node) only ever referenced from no_grad code: they run under no_grad.
+
+    A function is no-grad-only when it is decorated with no_grad, or when every reference to its name in the
+    file (a call, or passing it around) sits inside a ``with torch.no_grad()`` block or inside another
+    no-grad-only function. Optimizer helpers (``_single_tensor_adamw``) and reparameterisation code qualify.
+    """
+    defs: dict[str, list[ast.AST]] = {}
+    refs: list[tuple[str, bool, ast.AST | None]] = []  # (name, inside no_grad block, enclosing def)
+    decorated: set[int] = set()
+
+    def visit(node: ast.AST, ng: bool, fn: ast.AST | None) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                defs.setdefault(child.name, []).append(child)
+                if any(_is_ng_expr(d) for d in child.decorator_list):
+                    decorated.add(id(child))
+                for d in child.decorator_list:
+                    visit(d, ng, fn)
+                visit(child, False, child)
+            elif isinstance(child, (ast.With, ast.AsyncWith)):
+                inner = ng or any(_is_ng_expr(i.context_expr) for i in child.items)
+                for i in child.items:
+                    visit(i, ng, fn)
+                for b in child.body:
+                    visit_stmt(b, inner, fn)
+            elif isinstance(child, ast.Name) and isinstance(child.ctx, ast.Load):
+                refs.append((child.id, ng, fn))
+            elif isinstance(child, ast.Attribute) and isinstance(child.ctx, ast.Load):
+                refs.append((child.attr, ng, fn))
+                visit(child, ng, fn)
+            else:
+                visit(child, ng, fn)
+
+    def visit_stmt(stmt: ast.AST, ng: bool, fn: ast.AST | None) -> None:
+        wrapper = ast.Module(body=[stmt], type_ignores=[])  # type: ignore[list-item]
+        visit(wrapper, ng, fn)
+
+    visit(tree, False, None)
+    by_name: dict[str, list[tuple[bool, ast.AST | None]]] = {}
+    for name, ng, fn in refs:
+        if name in defs:
+            by_name.setdefault(name, []).append((ng, fn))
+    ng_only: set[int] = set(decorated)
+    changed = True
+    while changed:
+        changed = False
+        for name, nodes in defs.items():
+            rs = by_name.get(name)
+            if not rs:
+                continue
+            if all(ng or (fn is not None and (id(fn) in ng_only or fn in nodes)) for ng, fn in rs) and any(
+                    ng or (fn is not None and id(fn) in ng_only and fn not in nodes) for ng, fn in rs):
+                for n in nodes:
+                    if id(n) not in ng_only:
+                        ng_only.add(id(n))
+                        changed = True
+    return ng_only
+
+
+def _annotated_tensor(ann: ast.expr | None) -> bool:
+    if ann is None:
+        return False
+    if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
+        return ann.value.split("[")[0].rsplit(".", 1)[-1] == "Tensor"
+    if isinstance(ann, ast.Subscript):  # Optional[Tensor]
+        return _annotated_tensor(ann.slice)
+    if isinstance(ann, ast.BinOp):  # Tensor | None
+        return _annotated_tensor(ann.left) or _annotated_tensor(ann.right)
+    name = ann.attr if isinstance(ann, ast.Attribute) else ann.id if isinstance(ann, ast.Name) else ""
+    return name == "Tensor"
+
+
+def _storages_of(v: Val, depth: int = 0) -> set[Storage]:
+    if isinstance(v, T):
+        return set(v.storages)
+    if depth < 3 and isinstance(v, Seq):
+        out: set[Storage] = set()
+        for x in (v.items if v.items is not None else (v.elem,)):
+            out |= _storages_of(x, depth + 1)
+        return out
+    return set()
 
 
 def _tensor_facts(v: Val, depth: int = 0) -> tuple[bool, frozenset[Any]]:
