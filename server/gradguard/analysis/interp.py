@@ -182,11 +182,14 @@ class Analyzer:
                 self_obj = self.default_instance(fi.cls) if node.name != "__init__" else Obj("local", fi.cls.name, fi.cls)
                 env[first] = self_obj
             params = params[1:]
-        tensor_params = fi.cls is not None and node.name in ("forward", "backward") and bool(
-            fi.cls.torch_bases() or any(isinstance(b, ClassV) for b in fi.cls.bases))
+        module_like = fi.cls is not None and bool(fi.cls.torch_bases() or any(
+            isinstance(b, ClassV) and b.info.torch_bases() for b in fi.cls.bases))
+        tensor_params = module_like and node.name in ("forward", "backward")
+        # Methods of plain classes (datasets, transforms, samplers, optimizers) handle data, not graph tensors.
+        param_rg = NO if fi.cls is not None and not module_like else MAYBE
         for p in params + list(args.kwonlyargs):
             is_tensor = tensor_params or _annotated_tensor(p.annotation)
-            env[p.arg] = defaults.get(p.arg) or fresh(p.arg, rg=MAYBE, maybe_tensor=not is_tensor)
+            env[p.arg] = defaults.get(p.arg) or fresh(p.arg, rg=param_rg, maybe_tensor=not is_tensor)
         if args.vararg:
             env[args.vararg.arg] = Seq(None, UNKNOWN, "tuple")
         if args.kwarg:
@@ -913,6 +916,10 @@ class Analyzer:
                     if isinstance(fi.node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
                             (isinstance(d, ast.Name) and d.id == "property") for d in fi.node.decorator_list):
                         return self.call_func(fi, [base], {}, st, Frame(None, 1), n)
+                    if fi.is_static:
+                        return Func(fi)
+                    if fi.is_classmethod:
+                        return Bound(ClassV(base.info), fi)
                     return Bound(base, fi)
                 ca = base.info.class_attr(attr)
                 if ca is not None:
@@ -923,7 +930,7 @@ class Analyzer:
         if isinstance(base, ClassV):
             fi = base.info.find_method(attr)
             if fi is not None:
-                return Func(fi)
+                return Bound(base, fi) if fi.is_classmethod else Func(fi)
             ca = base.info.class_attr(attr)
             if ca is not None:
                 return ca
@@ -1101,7 +1108,8 @@ class Analyzer:
             if rg == YES:
                 return T(frozenset({Storage(f"created with requires_grad=True ({raw.rsplit('.', 1)[-1]})",
                                             Site.of(n), leaf=True)}), rg=YES, leaf=True, origin=raw)
-            return self.new_tensor(pos + list(kw.values()), st, raw.rsplit(".", 1)[-1], min_rg=rg)
+            real = [v for v in (*pos, *kw.values()) if not (isinstance(v, T) and v.maybe_tensor)]
+            return self.new_tensor(real, st, raw.rsplit(".", 1)[-1], min_rg=rg)
         return UNKNOWN
 
     def _entries(self, pos: list[Val]) -> Val:
@@ -1168,6 +1176,8 @@ class Analyzer:
                      fr: Frame) -> Val:
         if name == "range":
             return Seq(None, UNKNOWN_NUM)
+        if name == "isinstance" and len(pos) == 2:
+            return self.isinstance(pos[0], pos[1])
         if name in ("len", "isinstance", "hasattr", "int", "float", "bool", "str", "print", "id", "type", "abs",
                     "round", "repr", "callable", "issubclass", "hash", "format"):
             return UNKNOWN_NUM
@@ -1203,6 +1213,37 @@ class Analyzer:
         if name == "map" and len(pos) >= 2:
             return Seq(None, UNKNOWN)
         return UNKNOWN
+
+    def isinstance(self, v: Val, cls: Val) -> Val:
+        classes = list(cls.items) if isinstance(cls, Seq) and cls.items is not None else [cls]
+        answers = []
+        for c in classes:
+            if isinstance(c, Ref):
+                q = self.canon(c.qual)
+                if isinstance(v, T) and q in ("torch.Tensor", "Tensor"):
+                    answers.append(True)
+                elif isinstance(v, Obj) and v.kind == "torch" and v.qual:
+                    cinfo = self.kb.get(q)
+                    if q == v.qual:
+                        answers.append(True)
+                    elif cinfo is not None and cinfo.kind == "module":
+                        answers.append(False)  # two different concrete torch modules
+                    else:
+                        return UNKNOWN_NUM
+                elif isinstance(v, Obj) and v.kind == "local" and q == "torch.nn.Module":
+                    answers.append(True)
+                else:
+                    return UNKNOWN_NUM
+            elif isinstance(c, ClassV) and isinstance(v, Obj):
+                if v.info is not None:
+                    answers.append(c.info in v.info.mro())
+                elif v.kind == "torch":
+                    answers.append(False)
+                else:
+                    return UNKNOWN_NUM
+            else:
+                return UNKNOWN_NUM
+        return Const(any(answers))
 
     def new_tensor(self, inputs: list[Val], st: State, desc: str, min_rg: int = NO) -> T:
         rg = min_rg
@@ -1368,7 +1409,7 @@ class Analyzer:
                 return Seq(None, vt, "tuple")
             res = vt
         else:
-            res = T(frozenset({Storage(display)}), rg=out_rg, prov=prov, origin=display,
+            res = T(frozenset({Storage(display)}), rg=MAYBE if only_maybe else out_rg, prov=prov, origin=display,
                     maybe_tuple=module is not None, maybe_tensor=only_maybe)
             if only_maybe:
                 return res

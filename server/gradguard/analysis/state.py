@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gradguard.analysis.hazards import SaveRecord, Site
-from gradguard.analysis.values import Storage, Val, join
+from gradguard.analysis.values import Storage, T, Val, join
 
 
 @dataclass(frozen=True)
@@ -56,12 +56,31 @@ class State:
         return self.copy()
 
 
+def _split(va: T, vb: T, ha: Heap, hb: Heap, memo: dict[Storage, Storage]) -> T:
+    """A name bound to storage s only on path A, where s is saved only on path B: on no single path does the name
+    reach a saved s. Give the joined name a stand-in for s so a later mutation through it is not blamed on B's save.
+    """
+    out = set()
+    changed = False
+    for s in va.storages:
+        if s not in vb.storages and s in hb.saved and s not in ha.saved:
+            alt = memo.get(s)
+            if alt is None:
+                alt = memo[s] = Storage(s.desc, s.site, s.leaf, s.param_of)
+            out.add(alt)
+            changed = True
+        else:
+            out.add(s)
+    return va.with_(storages=frozenset(out)) if changed else va
+
+
 def join_states(a: State | None, b: State | None) -> State | None:
     if a is None:
         return b
     if b is None:
         return a
     env: dict[str, Val] = {}
+    memo: dict[Storage, Storage] = {}
     for k in a.env.keys() | b.env.keys():
         va, vb = a.env.get(k), b.env.get(k)
         if va is None:
@@ -69,5 +88,8 @@ def join_states(a: State | None, b: State | None) -> State | None:
         elif vb is None or va is vb:
             env[k] = va
         else:
+            if isinstance(va, T) and isinstance(vb, T) and va.storages != vb.storages:
+                va = _split(va, vb, a.heap, b.heap, memo)
+                vb = _split(vb, va, b.heap, a.heap, memo)
             env[k] = join(va, vb)
     return State(env, a.heap.join(b.heap), a.no_grad, a.autocast, a.allow_mutation)
