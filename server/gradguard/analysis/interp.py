@@ -158,7 +158,8 @@ class Analyzer:
 
     def ng_only(self, fi: FuncInfo) -> bool:
         if self._ng_only is None:
-            self._ng_only = _no_grad_only(self.tree)
+            src_has = any(("no_grad" in ln or "inference_mode" in ln or "set_grad_enabled" in ln) for ln in self.lines)
+            self._ng_only = _no_grad_only(self.tree) if src_has else set()
         node = fi.node
         return not isinstance(node, ast.Lambda) and id(node) in self._ng_only
 
@@ -724,6 +725,8 @@ class Analyzer:
     e_Set = e_Tuple
 
     def e_Dict(self, n: ast.Dict, st: State, fr: Frame) -> Val:
+        if len(n.keys) > 8:  # configuration tables: nothing autograd-relevant, costly to interpret
+            return UNKNOWN
         vals = []
         for k, v in zip(n.keys, n.values):
             if k is not None:

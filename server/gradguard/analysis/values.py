@@ -88,21 +88,29 @@ def fresh(desc: str = "", rg: int = NO, site: Site | None = None, leaf: bool = F
     return T(frozenset({Storage(desc, site, leaf)}), rg=rg, leaf=leaf, origin=desc, **kw)
 
 
-@dataclass(frozen=True, eq=False)
 class Seq(Val):
     """A list/tuple. ``items`` None means unknown length (all elements approximated by ``elem``)."""
 
-    items: tuple[Val, ...] | None
-    elem: Val = UNKNOWN
-    kind: str = "list"
+    __slots__ = ("_elem", "items", "kind")
+
+    def __init__(self, items: tuple[Val, ...] | None, elem: Val | None = UNKNOWN, kind: str = "list"):
+        self.items = items
+        self._elem = elem
+        self.kind = kind
+
+    @property
+    def elem(self) -> Val:
+        el = self._elem
+        if el is None:  # computed on first use: most sequences are never iterated abstractly
+            el = UNKNOWN
+            for i, v in enumerate(self.items or ()):
+                el = v if i == 0 else join(el, v)
+            self._elem = el
+        return el
 
     @staticmethod
     def of(items: list[Val] | tuple[Val, ...], kind: str = "list") -> Seq:
-        items = tuple(items)
-        el: Val = UNKNOWN
-        for i, v in enumerate(items):
-            el = v if i == 0 else join(el, v)
-        return Seq(items, el, kind)
+        return Seq(tuple(items), None, kind)
 
 
 @dataclass(frozen=True, eq=False)
