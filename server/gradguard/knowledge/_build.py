@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from gradguard.knowledge import _engine as E
-from gradguard.knowledge._engine import Spec
+from gradguard.knowledge._engine import Spec, _seed
 from gradguard.knowledge._signature import builtin_params, python_params
 
 
@@ -26,12 +26,17 @@ def _params(spec: Spec, sample_args: list[Any], sample_kwargs: dict[str, Any]) -
     ps: list[str] | None = None
     if inspect.isfunction(target) or inspect.ismethod(target):
         ps = python_params(target)
+        if ps and ps[0] == "args":
+            # torch.nn.functional.max_pool2d & co. dispatch on return_indices: read the real signature
+            real = getattr(inspect.getmodule(target), f"{target.__name__}_with_indices", None)
+            ps = python_params(real) if real is not None else ps
     if ps is None:
         ps = builtin_params(str(spec.aten or getattr(spec.fn, "__name__", "")), sample_args, sample_kwargs, spec.kind)
     if ps is None:
         ps = []
-    if spec.kind == "method" and (not ps or ps[0] != "self"):
-        ps = ["self", *ps[1:]] if ps else ["self"]
+    if spec.kind == "method":
+        # the receiver is the schema's ``self`` (not always its first argument: where(condition, self, other))
+        ps = ["self", *[p for p in ps if p != "self"]] if "self" in ps else ["self", *ps[1:]]
     return ps
 
 
@@ -52,7 +57,7 @@ def _ordered(names: set[str], order: list[str]) -> list[str]:
 
 
 def probe_spec(spec: Spec) -> dict[str, Any]:
-    torch.manual_seed(0)
+    _seed()
     sample_args, sample_kwargs = spec.inputs()
     params = _params(spec, sample_args, sample_kwargs)
     arg_names = _arg_names(spec, params, len(sample_args))
@@ -121,6 +126,9 @@ def probe_spec(spec: Spec) -> dict[str, Any]:
         entry["view_of"] = view_of
     if returns_arg:
         entry["returns_arg"] = returns_arg
+        if returns_arg not in arg_mut and not spec.grad_params and not spec.name.endswith("_"):
+            # x.contiguous(), x.float(), nn.Identity: the very same tensor (same storage and version counter)
+            entry["view_of"] = returns_arg
     if float_args and E.multi_output_view(spec, arg_names, set(float_args)):
         entry["multi_output_view"] = True
     if arg_mut and E.runs_under_no_grad(spec, arg_names, arg_mut):
@@ -133,15 +141,28 @@ def probe_spec(spec: Spec) -> dict[str, Any]:
             entry["autocast_casts"] = _ordered(ac.casts, sources)
     if spec.kind == "module" or spec.train_kwarg:
         ev_mut: set[str] = set()
-        ev_saves = False
+        ev_saves: dict[str, list[str]] = {}
+        ev_out: list[str] = []
+        ev_internal = False
         for src in sources or [""]:
             r = E.run(spec, arg_names, {src} if src else set(), train=False)
             ev_mut |= {n for n in r.mutated if n in tensor_args}
-            ev_saves = ev_saves or bool(r.saved or r.saved_outputs or r.internal)
+            for name in r.saved:
+                ev_saves.setdefault(name, []).append(src)
+            if r.saved_outputs:
+                ev_out.append(src)
+            ev_internal = ev_internal or r.internal > 0
         tr_saves = bool(saves or saves_output or internal)
-        if (arg_mut and not ev_mut) or (tr_saves and not ev_saves) or (buf_mut and not ev_mut):
-            if not ev_mut and not ev_saves:
-                entry["train_only"] = True
+        ev_any = bool(ev_mut or ev_saves or ev_out or ev_internal)
+        if (arg_mut or tr_saves) and not ev_any:
+            entry["train_only"] = True
+        elif ev_saves != saves or ev_out != saves_output or sorted(ev_mut) != sorted(arg_mut):
+            # what changes in eval mode / training=False (e.g. BatchNorm saves no batch statistics)
+            entry["eval"] = {
+                "saves": dict(sorted(ev_saves.items())),
+                "saves_output": ev_out,
+                "mutates": [n for n in tensor_args if n in ev_mut],
+            }
         if spec.train_kwarg:
             entry["train_kwarg"] = spec.train_kwarg
             default = _default(spec.fn, spec.train_kwarg)
@@ -149,6 +170,8 @@ def probe_spec(spec: Spec) -> dict[str, Any]:
                 entry["train_kwarg_default"] = default
     if "inplace" in params:
         entry["inplace_kwarg"] = "inplace"
+    if len(set(params)) != len(params) or len(set(tensor_args)) != len(tensor_args):
+        entry["warning"] = "duplicate parameter names"
     return entry
 
 
@@ -211,6 +234,10 @@ def build_entries() -> dict[str, Any]:
             ve.pop("inplace_kwarg", None)
             table[v.name] = ve
     fill_from_derivatives(table)
+    for name, entry in table.items():
+        if entry.get("source") == "failed" and name.startswith("Tensor.") and name.endswith("_"):
+            entry["mutates"] = ["self"]  # not callable on dense CPU tensors (sparse-only); by naming convention
+            entry["source"] = "naming convention (not probed)"
     for name, entry in table.items():
         oop = _out_of_place(name, table)
         if oop and entry.get("mutates"):

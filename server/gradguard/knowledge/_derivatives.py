@@ -39,7 +39,7 @@ def load_derivatives() -> dict[str, list[dict[str, Any]]]:
     import yaml
 
     with open(p, encoding="utf-8") as f:
-        data = yaml.safe_load(f)
+        data = yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     out: dict[str, list[dict[str, Any]]] = {}
     for item in data:
         sig = item.get("name", "")
@@ -111,6 +111,24 @@ def _lookup(op: str, n_tensors: int | None = None) -> dict[str, Any] | None:
     return items[0]
 
 
+def _renamer(function: bool) -> Any:
+    def ren(n: str) -> str:
+        return "input" if function and n == "self" else n
+
+    return ren
+
+
+def cross_check(entry: dict[str, Any], item: dict[str, Any]) -> str:
+    """"agrees" when the probed saves equal what the formulas reference, else "differs"."""
+    saves, saves_output = saves_from_formulas(item)
+    ren = _renamer(entry.get("kind") == "function")
+    want = {(ren(k), ren(c)) for k, v in saves.items() for c in v}
+    got = {(k, c) for k, v in entry.get("saves", {}).items() for c in v}
+    want_out = {ren(c) for c in saves_output}
+    got_out = set(entry.get("saves_output", []))
+    return "agrees" if want == got and want_out == got_out else "differs"
+
+
 def fill_from_derivatives(table: dict[str, Any]) -> None:
     """Fill failed in-place method entries; record a derivatives.yaml cross-check on probed ATen entries."""
     db = load_derivatives()
@@ -129,13 +147,14 @@ def fill_from_derivatives(table: dict[str, Any]) -> None:
             saves, saves_output = saves_from_formulas(item)
             names = _arg_names(item["name"])
             tensors = _tensor_args(item["name"])
+            ren = _renamer(entry.get("kind") == "function")
             entry.update(
                 source="derivatives.yaml",
-                args=tensors,
-                params=names if entry.get("kind") != "function" else ["input" if n == "self" else n for n in names],
-                saves=saves,
-                saves_output=saves_output,
-                mutates=["self"] if "self" in tensors else [],
+                args=[ren(t) for t in tensors],
+                params=[ren(n) for n in names],
+                saves={ren(k): [ren(c) for c in v] for k, v in saves.items()},
+                saves_output=[ren(c) for c in saves_output],
+                mutates=[ren("self")] if "self" in tensors else [],
                 derivatives=item["name"],
             )
             entry.pop("errors", None)
@@ -143,8 +162,12 @@ def fill_from_derivatives(table: dict[str, Any]) -> None:
             continue
         if entry.get("source") != "probe":
             continue
-        op = attr
-        item = _lookup(op, len([a for a in entry.get("args", [])]))
-        if item is None:
-            continue
-        entry["derivatives"] = item["name"]
+        if attr.endswith("_") or entry.get("kind") not in ("function", "method"):
+            continue  # in-place forms save a copy of ``self`` that the formulas call ``self``
+        items = db.get(attr, [])
+        n = len(entry.get("args", []))
+        match = [it for it in items if len(_tensor_args(it["name"])) == n]
+        if len(match) != 1:
+            continue  # no formula, or several overloads: nothing unambiguous to compare with
+        entry["derivatives"] = match[0]["name"]
+        entry["derivatives_check"] = cross_check(entry, match[0])

@@ -46,6 +46,12 @@ class RunResult:
     error: str | None = None
 
 
+def _seed() -> None:
+    """Seed the CPU generator only: torch.manual_seed also queues lazy CUDA/XPU/MTIA seeding, which records
+    a Python stack trace per call (slow under pytest's deep stacks)."""
+    torch.default_generator.manual_seed(0)
+
+
 def _storage(t: torch.Tensor) -> int | None:
     try:
         if t.layout != torch.strided or t.numel() == 0:
@@ -93,7 +99,7 @@ def materialize(
     leaf_args: set[str] | None = None,
 ) -> Call:
     leaf_args = leaf_args or set()
-    torch.manual_seed(0)
+    _seed()
     args, kwargs = spec.inputs()
     named: dict[str, Any] = {}
 
@@ -119,7 +125,7 @@ def materialize(
     new_kwargs = {k: conv(v, k) for k, v in kwargs.items()}
     module = None
     if spec.kind == "module":
-        torch.manual_seed(0)
+        _seed()
         module = spec.fn()
         module.train(train)
         for pname, p in module.named_parameters():

@@ -18,6 +18,12 @@ def inplace_method_names() -> list[str]:
     return sorted(n for n in dir(torch.Tensor) if n.endswith("_") and not n.startswith("_"))
 
 
+def inplace_function_names() -> list[str]:
+    return sorted(
+        n for n in dir(torch) if n.endswith("_") and not n.startswith("_") and callable(getattr(torch, n, None))
+    )
+
+
 def _value(arg: Any, ints: bool) -> Callable[[], Any] | None:
     t = str(arg.type)
     name = arg.name
@@ -43,7 +49,7 @@ def _value(arg: Any, ints: bool) -> Callable[[], Any] | None:
     return None
 
 
-def _candidate(attr: str, schema: Any, ints: bool) -> Spec | None:
+def _candidate(attr: str, schema: Any, ints: bool, kind: str = "method") -> Spec | None:
     pos: list[Callable[[], Any]] = []
     kw: dict[str, Callable[[], Any]] = {}
     for a in schema.arguments[1:]:
@@ -61,7 +67,14 @@ def _candidate(attr: str, schema: Any, ints: bool) -> Spec | None:
         first = L(4, 6) if ints else R(4, 6)
         return [first, *(f() for f in pos)], {k: f() for k, f in kw.items()}
 
-    names = ["self"] + [a.name for a in schema.arguments[1:] if not a.kwarg_only]
+    names = [a.name for a in schema.arguments if not a.kwarg_only]
+    if kind == "function":
+        names = ["input" if n == "self" else n for n in names]
+        return Spec(
+            name=f"torch.{attr}", kind="function", fn=getattr(torch, attr), inputs=inputs,
+            names=names[: 1 + len(pos)], params=names, aten=attr, note="sample inputs synthesized from the ATen schema",
+        )
+    names = ["self", *names[1:]]
     return Spec(
         name=f"Tensor.{attr}", kind="method", fn=_method(attr), inputs=inputs, names=names[: 1 + len(pos)],
         params=names, aten=attr, note="sample inputs synthesized from the ATen schema",
@@ -70,13 +83,16 @@ def _candidate(attr: str, schema: Any, ints: bool) -> Spec | None:
 
 def synth_inplace_specs(known: set[str]) -> list[Spec]:
     out: list[Spec] = []
-    for attr in inplace_method_names():
-        name = f"Tensor.{attr}"
+    todo = [("method", a) for a in inplace_method_names()] + [("function", a) for a in inplace_function_names()]
+    for kind, attr in todo:
+        name = f"Tensor.{attr}" if kind == "method" else f"torch.{attr}"
         if name in known or attr in _SKIP:
             continue
         chosen = None
         for schema, ints in [(s, i) for i in (False, True) for s in aten_schemas(attr)]:
-            spec = _candidate(attr, schema, ints)
+            if not schema.arguments or str(schema.arguments[0].type) != "Tensor":
+                continue
+            spec = _candidate(attr, schema, ints, kind)
             if spec is None:
                 continue
             a, k = spec.inputs()
@@ -89,7 +105,7 @@ def synth_inplace_specs(known: set[str]) -> list[Spec]:
             break
         if chosen is None:
             # not callable from a schema: derivatives.yaml fills it (see _derivatives.py)
-            chosen = Spec(name=name, kind="method", fn=_method(attr), inputs=lambda: ([R(4, 6)], {}), aten=attr,
-                          params=None)
+            f = _method(attr) if kind == "method" else getattr(torch, attr)
+            chosen = Spec(name=name, kind=kind, fn=f, inputs=lambda: ([R(4, 6)], {}), aten=attr)
         out.append(chosen)
     return out

@@ -54,13 +54,21 @@ def main(output: str | None = None, check: bool = False) -> int:
         if old == text:
             print(f"{path}: up to date ({len(data['ops'])} callables, torch {data['torch_version']})")
             return 0
-        import difflib
-
-        diff = difflib.unified_diff(old.splitlines(), text.splitlines(), path, "regenerated", lineterm="", n=1)
-        lines = list(diff)
-        print("\n".join(lines[:80]))
-        if len(lines) > 80:
-            print(f"... {len(lines) - 80} more diff lines")
+        try:
+            old_ops = json.loads(old).get("ops", {}) if old else {}
+        except ValueError:
+            old_ops = {}
+        new_ops = data["ops"]
+        added = sorted(set(new_ops) - set(old_ops))
+        removed = sorted(set(old_ops) - set(new_ops))
+        changed = sorted(n for n in set(new_ops) & set(old_ops) if new_ops[n] != old_ops[n])
+        for label, names in (("added", added), ("removed", removed), ("changed", changed)):
+            if names:
+                more = f" ... (+{len(names) - 30})" if len(names) > 30 else ""
+                print(f"{label} ({len(names)}): {', '.join(names[:30])}{more}")
+        for n in changed[:5]:
+            print(f"  {n}: table {json.dumps(old_ops[n], sort_keys=True)}")
+            print(f"  {n}: torch {json.dumps(new_ops[n], sort_keys=True)}")
         print(f"{path}: differs from the installed torch {data['torch_version']}", file=sys.stderr)
         return 1
     path = output or TABLE_PATH

@@ -1,0 +1,411 @@
+"""The checked-in saved-tensors table: regenerated from the installed torch, and its key facts re-measured.
+
+Every fact the analyzer relies on is asserted twice: against the JSON, and by running torch here with a
+small independent harness (``saved_storages``), so a wrong table or a wrong probe both fail.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from gradguard.knowledge import TABLE_PATH, Knowledge, load
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+nn = torch.nn
+
+
+@pytest.fixture(scope="module")
+def raw() -> dict[str, Any]:
+    with open(TABLE_PATH, encoding="utf-8") as f:
+        return json.load(f)
+
+
+@pytest.fixture(scope="module")
+def kb() -> Knowledge:
+    return load()
+
+
+@pytest.fixture(scope="module")
+def regenerated() -> dict[str, Any]:
+    from gradguard.knowledge.probe import build_table
+
+    threads = torch.get_num_threads()
+    try:
+        return build_table()
+    finally:
+        torch.set_num_threads(threads)
+
+
+# --- an independent harness -------------------------------------------------------------------------
+
+
+def _ptr(t: Any) -> int:
+    return int(t.untyped_storage().data_ptr())
+
+
+def saved_storages(fn: Any) -> tuple[Any, list[tuple[int, int, Any]]]:
+    """Run ``fn()`` under saved_tensors_hooks: (its result, [(storage ptr, version at pack, dtype)])."""
+    packed: list[tuple[int, int, Any]] = []
+
+    def pack(t: Any) -> Any:
+        packed.append((_ptr(t), t._version, t.dtype))
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = fn()
+    return out, packed
+
+
+def ptrs(packed: list[tuple[int, int, Any]]) -> set[int]:
+    return {p for p, _, _ in packed}
+
+
+def nonleaf(*shape: int) -> Any:
+    return torch.randn(*shape, requires_grad=True).clone()
+
+
+# --- regeneration ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.torch
+def test_checked_in_table_matches_installed_torch(regenerated: dict[str, Any]) -> None:
+    from gradguard.knowledge.probe import _dump
+
+    with open(TABLE_PATH, encoding="utf-8") as f:
+        checked_in = f.read()
+    if regenerated["torch_version"] != json.loads(checked_in)["torch_version"]:
+        pytest.skip(f"table was generated from another torch ({regenerated['torch_version']} installed)")
+    fresh = _dump(regenerated)
+    if fresh != checked_in:
+        old = json.loads(checked_in)["ops"]
+        new = regenerated["ops"]
+        changed = sorted(n for n in set(old) | set(new) if old.get(n) != new.get(n))
+        pytest.fail(f"saved_tensors.json is stale; run `gradguard knowledge --regenerate`. Changed: {changed[:20]}")
+
+
+@pytest.mark.torch
+def test_check_mode_reports_up_to_date_and_stale(
+    tmp_path: Any, regenerated: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gradguard.knowledge import probe
+
+    monkeypatch.setattr(probe, "build_table", lambda: regenerated)
+    out = tmp_path / "t.json"
+    assert probe.main(output=str(out), check=False) == 0
+    assert probe.main(output=str(out), check=True) == 0
+    data = json.loads(out.read_text())
+    data["ops"]["torch.exp"]["saves_output"] = []
+    out.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    assert probe.main(output=str(out), check=True) == 1
+    assert "torch.exp" in capsys.readouterr().out
+
+
+def test_table_shape(raw: dict[str, Any]) -> None:
+    ops = raw["ops"]
+    assert raw["torch_version"].startswith("2.")
+    assert len(ops) >= 300
+    for name, e in ops.items():
+        assert e["kind"] in ("function", "method", "operator", "module"), name
+        assert "source" in e, name
+        for arg, conds in e.get("saves", {}).items():
+            assert arg in e["args"] or arg.startswith("self."), (name, arg)
+            for c in conds:
+                assert c in e["args"] or c.startswith("self."), (name, c)
+        for m in e.get("mutates", []):
+            assert m in e["args"], (name, m)
+        if e.get("out_of_place"):
+            assert e["out_of_place"] in ops, name
+    # deterministic serialization: sorted keys, no addresses
+    text = open(TABLE_PATH, encoding="utf-8").read()
+    assert "0x" not in text
+    assert json.dumps(raw, indent=1, sort_keys=True) + "\n" == text
+
+
+def test_coverage_of_required_names(raw: dict[str, Any]) -> None:
+    ops = raw["ops"]
+    required = [
+        *(f"operator.{n}" for n in ("add", "iadd", "mul", "imul", "truediv", "itruediv", "sub", "isub", "pow",
+                                    "ipow", "matmul", "neg", "getitem", "setitem")),
+        "torch.relu_", "torch.sigmoid_", "torch.clamp_", "torch.einsum", "torch.cat", "torch.stack",
+        "torch.where", "torch.bernoulli", "torch.topk", "Tensor.unflatten", "Tensor.type_as", "Tensor.to",
+        "torch.nn.functional.scaled_dot_product_attention", "torch.nn.functional.one_hot",
+        "torch.nn.MultiheadAttention", "torch.nn.LSTMCell", "torch.nn.EmbeddingBag",
+        "torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_value_", "torch.nn.init.kaiming_normal_",
+        "torch.nn.ReLU[inplace=True]", "torch.nn.Dropout[inplace=True]", "torch.nn.functional.relu[inplace=True]",
+    ]
+    missing = [n for n in required if n not in ops]
+    assert not missing
+    # every in-place Tensor method torch has
+    inplace = [n for n in dir(torch.Tensor) if n.endswith("_") and not n.startswith("_")]
+    assert [n for n in inplace if f"Tensor.{n}" not in ops] == []
+    probed = [n for n in inplace if ops[f"Tensor.{n}"]["source"] == "probe"]
+    assert len(probed) >= len(inplace) - 5
+    for n in probed:
+        e = ops[f"Tensor.{n}"]
+        if e.get("mutates") and n[:-1] and f"Tensor.{n[:-1]}" in ops:
+            assert e.get("out_of_place") == f"Tensor.{n[:-1]}", n
+
+
+# --- key facts: the JSON, then torch itself --------------------------------------------------------------
+
+
+@pytest.mark.torch
+def test_relu_saves_output_not_input(kb: Knowledge) -> None:
+    for name in ("torch.relu", "torch.nn.functional.relu", "torch.nn.ReLU", "Tensor.relu"):
+        info = kb.get(name)
+        assert info is not None and info.saves_output and not any(info.saves.values()), name
+    x = nonleaf(4, 6)
+    y, packed = saved_storages(lambda: F.relu(x))
+    assert ptrs(packed) == {_ptr(y)} and _ptr(x) not in ptrs(packed)
+
+
+@pytest.mark.torch
+def test_inplace_relu_mutates_input_and_saves_output(kb: Knowledge) -> None:
+    for name, arg in (("torch.nn.functional.relu[inplace=True]", "input"), ("torch.nn.ReLU[inplace=True]", "input"),
+                      ("Tensor.relu_", "self"), ("torch.relu_", "input")):
+        info = kb.get(name)
+        assert info is not None and info.mutates == (arg,) and info.saves_output == (arg,), name
+    assert kb.variant("torch.nn.functional.relu", inplace=True) is kb.get("torch.nn.functional.relu[inplace=True]")
+    x = nonleaf(4, 6)
+    v0 = x._version
+    y, packed = saved_storages(lambda: F.relu(x, inplace=True))
+    assert y is x and x._version > v0
+    assert [(p, v) for p, v, _ in packed] == [(_ptr(x), x._version)]  # the output (x after the write)
+
+
+@pytest.mark.torch
+def test_leaky_relu_saves_input_but_inplace_saves_output(kb: Knowledge) -> None:
+    lr = kb.get("torch.nn.functional.leaky_relu")
+    lri = kb.get("torch.nn.functional.leaky_relu[inplace=True]")
+    assert lr is not None and lri is not None
+    assert lr.saves == {"input": ("input",)} and not lr.saves_output
+    assert lri.saves_output == ("input",) and lri.mutates == ("input",) and not any(lri.saves.values())
+    m = kb.get("torch.nn.LeakyReLU")
+    assert m is not None and m.inplace_kwarg == "inplace" and "negative_slope" in m.params
+    x = nonleaf(4, 6)
+    y, packed = saved_storages(lambda: F.leaky_relu(x, 0.2))
+    assert ptrs(packed) == {_ptr(x)} and _ptr(y) != _ptr(x)
+    x2 = nonleaf(4, 6)
+    v0 = x2._version
+    _, packed2 = saved_storages(lambda: F.leaky_relu(x2, 0.2, inplace=True))
+    assert [(p, v > v0) for p, v, _ in packed2] == [(_ptr(x2), True)]
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("fn", ["sigmoid", "exp", "tanh"])
+def test_sigmoid_exp_tanh_save_output(kb: Knowledge, fn: str) -> None:
+    for name in (f"torch.{fn}", f"Tensor.{fn}"):
+        info = kb.get(name)
+        assert info is not None and info.saves_output and not any(info.saves.values()), name
+    x = nonleaf(4, 6)
+    y, packed = saved_storages(lambda: getattr(torch, fn)(x))
+    assert ptrs(packed) == {_ptr(y)}
+
+
+@pytest.mark.torch
+def test_mul_conditional_both_ways(kb: Knowledge) -> None:
+    for name in ("operator.mul", "Tensor.mul"):
+        info = kb.get(name)
+        assert info is not None and info.saves == {"self": ("other",), "other": ("self",)}, name
+        assert info.saved_args({"self": True}) == ["other"]
+        assert info.saved_args({"other": True}) == ["self"]
+    assert kb.get("torch.mul").saves == {"input": ("other",), "other": ("input",)}  # type: ignore[union-attr]
+    a = torch.randn(4, 6, requires_grad=True)
+    b = torch.randn(4, 6)
+    _, packed = saved_storages(lambda: a * b)
+    assert ptrs(packed) == {_ptr(b)}
+    _, packed = saved_storages(lambda: b * a)
+    assert ptrs(packed) == {_ptr(b)}
+    _, packed = saved_storages(lambda: a * 2)  # a Python number: nothing saved
+    assert packed == []
+
+
+@pytest.mark.torch
+def test_linear_saves_input_and_weight(kb: Knowledge) -> None:
+    info = kb.get("torch.nn.Linear")
+    assert info is not None and info.args == ("input",)
+    assert set(info.saves) == {"input", "self.weight"}
+    assert info.saved_args({"self.weight": True}) == ["input"]
+    assert info.params[:3] == ("in_features", "out_features", "bias")
+    m = nn.Linear(6, 5)
+    x = nonleaf(4, 6)
+    y, packed = saved_storages(lambda: m(x))
+    assert ptrs(packed) == {_ptr(x), _ptr(m.weight)} and _ptr(y) not in ptrs(packed)
+    # input not requiring grad: still saved, because the weight requires grad
+    x2 = torch.randn(4, 6)
+    _, packed = saved_storages(lambda: m(x2))
+    assert _ptr(x2) in ptrs(packed)
+
+
+@pytest.mark.torch
+def test_conv2d_saves_input_and_weight_not_output(kb: Knowledge) -> None:
+    info = kb.get("torch.nn.Conv2d")
+    assert info is not None and {"input", "self.weight"} <= set(info.saves) and not info.saves_output
+    m = nn.Conv2d(3, 5, 3)
+    x = nonleaf(2, 3, 4, 4)
+    y, packed = saved_storages(lambda: m(x))
+    assert {_ptr(x), _ptr(m.weight)} <= ptrs(packed) and _ptr(y) not in ptrs(packed)
+
+
+@pytest.mark.torch
+def test_batchnorm2d_saves_input_not_output(kb: Knowledge, raw: dict[str, Any]) -> None:
+    info = kb.get("torch.nn.BatchNorm2d")
+    assert info is not None and "input" in info.saves and not info.saves_output
+    assert "training" in raw["probe_mode"]
+    m = nn.BatchNorm2d(3)  # a fresh module is in training mode
+    x = nonleaf(2, 3, 4, 4)
+    y, packed = saved_storages(lambda: m(x))
+    assert _ptr(x) in ptrs(packed) and _ptr(y) not in ptrs(packed)
+
+
+@pytest.mark.torch
+def test_layernorm_saves_input(kb: Knowledge) -> None:
+    info = kb.get("torch.nn.LayerNorm")
+    assert info is not None and info.saved_args({"input": True})[:1] == ["input"]
+    m = nn.LayerNorm(6)
+    x = nonleaf(4, 6)
+    _, packed = saved_storages(lambda: m(x))
+    assert _ptr(x) in ptrs(packed)
+
+
+@pytest.mark.torch
+def test_inplace_dropout_mutates_only_in_training(kb: Knowledge) -> None:
+    for name in ("torch.nn.Dropout[inplace=True]", "torch.nn.functional.dropout[inplace=True]"):
+        info = kb.get(name)
+        assert info is not None and info.mutates == ("input",) and info.train_only, name
+    assert kb.get("torch.nn.Dropout").inplace_kwarg == "inplace"  # type: ignore[union-attr]
+    m = nn.Dropout(0.5, inplace=True)
+    x = nonleaf(4, 6)
+    v0 = x._version
+    m(x)
+    assert x._version > v0
+    m.eval()
+    v1 = x._version
+    m(x)
+    assert x._version == v1
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name,call", [
+    ("Tensor.chunk", lambda t: t.chunk(2)),
+    ("Tensor.split", lambda t: t.split(2)),
+    ("Tensor.unbind", lambda t: t.unbind()),
+    ("torch.unbind", torch.unbind),
+    ("Tensor.__iter__", lambda t: list(t)),
+])
+def test_multi_output_views(kb: Knowledge, name: str, call: Any) -> None:
+    info = kb.get(name)
+    assert info is not None and info.multi_output_view, name
+    parts = call(nonleaf(4, 6))
+    with pytest.raises(RuntimeError, match="multiple views"):
+        parts[0].mul_(2)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name,call", [
+    ("Tensor.transpose", lambda t: t.transpose(0, 1)),
+    ("Tensor.view", lambda t: t.view(6, 4)),
+    ("Tensor.detach", lambda t: t.detach()),
+    ("Tensor.t", lambda t: t.t()),
+    ("operator.getitem", lambda t: t[1]),
+    ("Tensor.contiguous", lambda t: t.contiguous()),
+])
+def test_views_share_version_counter(kb: Knowledge, name: str, call: Any) -> None:
+    info = kb.get(name)
+    assert info is not None and info.view_of == "self", name
+    x = torch.randn(4, 6)
+    y = call(x)
+    v = y._version
+    x.add_(1)
+    assert y._version > v
+
+
+@pytest.mark.torch
+def test_not_views(kb: Knowledge) -> None:
+    for name in ("Tensor.clone", "torch.nn.functional.relu", "operator.getitem[key=Tensor]"):
+        info = kb.get(name)
+        assert info is not None and info.view_of is None, name
+
+
+@pytest.mark.torch
+def test_requires_grad_and_friends_do_not_mutate(kb: Knowledge) -> None:
+    for name in ("Tensor.requires_grad_", "Tensor.retain_grad", "Tensor.share_memory_"):
+        info = kb.get(name)
+        assert info is not None and info.mutates == (), name
+    x = torch.randn(3)
+    v = x._version
+    x.requires_grad_()
+    assert x._version == v
+
+
+@pytest.mark.torch
+def test_init_normal_is_no_grad_and_mutates(kb: Knowledge) -> None:
+    info = kb.get("torch.nn.init.normal_")
+    assert info is not None and info.no_grad and info.mutates == ("tensor",)
+    assert kb.get("Tensor.normal_").no_grad is False  # type: ignore[union-attr]
+    w = torch.empty(4, 6, requires_grad=True)
+    v = w._version
+    nn.init.normal_(w)  # would raise "a leaf Variable that requires grad..." without no_grad
+    assert w._version > v
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        w.normal_()
+
+
+@pytest.mark.torch
+def test_clip_grad_norm_writes_grad_not_params(kb: Knowledge, raw: dict[str, Any]) -> None:
+    info = kb.get("torch.nn.utils.clip_grad_norm_")
+    assert info is not None and info.mutates == ()
+    assert raw["ops"]["torch.nn.utils.clip_grad_norm_"]["mutates_grad"] == ["parameters"]
+    p = torch.randn(4, requires_grad=True)
+    p.grad = torch.full((4,), 10.0)
+    v = p._version
+    nn.utils.clip_grad_norm_([p], 1.0)
+    assert p._version == v and p.grad.norm() <= 1.0 + 1e-5
+
+
+@pytest.mark.torch
+def test_linear_autocast_casts(kb: Knowledge) -> None:
+    info = kb.get("torch.nn.functional.linear")
+    assert info is not None and "input" in info.autocast_casts
+    assert "input" in kb.get("torch.nn.Linear").autocast_casts  # type: ignore[union-attr]
+    x = nonleaf(4, 6)
+    w = torch.randn(5, 6, requires_grad=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        _, packed = saved_storages(lambda: F.linear(x, w))
+    assert _ptr(x) not in ptrs(packed)
+    assert any(dt == torch.bfloat16 for _, _, dt in packed)
+
+
+@pytest.mark.torch
+def test_operators_and_out_of_place(kb: Knowledge) -> None:
+    assert kb.get("operator.iadd").mutates == ("self",)  # type: ignore[union-attr]
+    assert kb.get("operator.iadd").out_of_place == "operator.add"  # type: ignore[union-attr]
+    assert kb.get("operator.setitem").mutates == ("self",)  # type: ignore[union-attr]
+    assert kb.get("Tensor.add_").out_of_place == "Tensor.add"  # type: ignore[union-attr]
+    assert kb.get("torch.relu_").out_of_place == "torch.relu"  # type: ignore[union-attr]
+    assert kb.get("operator.neg").mutates == ()  # type: ignore[union-attr]
+    x = nonleaf(4, 6)
+    v = x._version
+    x += 1
+    assert x._version > v
+
+
+@pytest.mark.torch
+def test_accepts_out(kb: Knowledge) -> None:
+    assert kb.get("torch.exp").accepts_out  # type: ignore[union-attr]
+    assert not kb.get("torch.nn.functional.relu").accepts_out  # type: ignore[union-attr]
+    torch.exp(torch.randn(3), out=torch.empty(3))
+    with pytest.raises(TypeError):
+        F.relu(torch.randn(3), out=torch.empty(3))  # type: ignore[call-arg]
+
+
+@pytest.mark.torch
+def test_rnn_modules(kb: Knowledge) -> None:
+    for name in ("torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNN"):
+        info = kb.get(name)
+        assert info is not None and info.args == ("input", "hx"), name
+        assert info.params[:2] == ("input_size", "hidden_size"), name
+    assert kb.get("torch.nn.MultiheadAttention").args == ("query", "key", "value")  # type: ignore[union-attr]
