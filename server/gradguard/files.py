@@ -13,7 +13,10 @@ PY_SUFFIXES = (".py", ".pyi")
 
 
 def _spec(patterns: Iterable[str]) -> pathspec.PathSpec:
-    return pathspec.PathSpec.from_lines("gitwildmatch", list(patterns))
+    try:
+        return pathspec.PathSpec.from_lines("gitignore", list(patterns))
+    except (KeyError, LookupError):  # pathspec < 0.12 only knows "gitwildmatch"
+        return pathspec.PathSpec.from_lines("gitwildmatch", list(patterns))
 
 
 def iter_python_files(paths: Iterable[str], config: Config) -> Iterator[str]:

@@ -1,0 +1,181 @@
+"""The `gradguard check` contract other tools depend on: exit codes, formats, config, suppression, robustness."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from gradguard.api import check_source
+from gradguard.cli import main
+
+HAZARD = textwrap.dedent("""\
+    import torch
+
+    x = torch.randn(3, requires_grad=True)
+    y = x.exp()
+    y += 1
+    y.sum().backward()
+""")
+CLEAN = textwrap.dedent("""\
+    import torch
+
+    x = torch.randn(3, requires_grad=True)
+    y = x * 2
+    y += 1
+    y.sum().backward()
+""")
+
+
+def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "gradguard", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=120)
+
+
+@pytest.fixture()
+def proj(tmp_path: Path) -> Path:
+    (tmp_path / "bad.py").write_text(HAZARD)
+    (tmp_path / "good.py").write_text(CLEAN)
+    return tmp_path
+
+
+def test_exit_codes(proj: Path) -> None:
+    assert run(["check", "bad.py"], proj).returncode == 1
+    assert run(["check", "good.py"], proj).returncode == 0
+    assert run(["check", "--exit-zero", "bad.py"], proj).returncode == 0
+    assert run(["check", "--format", "nope", "bad.py"], proj).returncode == 2
+    assert run(["check", "missing.py"], proj).returncode == 2
+
+
+def test_text_names_both_lines(proj: Path) -> None:
+    out = run(["check", "bad.py"], proj).stdout
+    assert "bad.py:5:1: GG101" in out
+    assert "exp (line 4)" in out
+
+
+def test_json_shape(proj: Path) -> None:
+    data = json.loads(run(["check", "--format", "json", "."], proj).stdout)
+    assert isinstance(data, list) and len(data) == 1
+    d = data[0]
+    assert set(d) >= {"path", "line", "column", "end_line", "end_column", "code", "severity", "message", "related",
+                      "fixes"}
+    assert (d["line"], d["column"], d["code"]) == (5, 1, "GG101")
+    assert d["related"][0]["line"] == 4 and "exp" in d["related"][0]["message"]
+    for f in d["fixes"]:
+        assert set(f) >= {"title", "safe", "edits"}
+        for e in f["edits"]:
+            assert set(e) >= {"line", "column", "end_line", "end_column", "text"}
+
+
+def test_sarif_and_github(proj: Path) -> None:
+    sarif = json.loads(run(["check", "--format", "sarif", "bad.py"], proj).stdout)
+    res = sarif["runs"][0]["results"][0]
+    assert res["ruleId"] == "GG101"
+    assert res["locations"][0]["physicalLocation"]["region"]["startLine"] == 5
+    gh = run(["check", "--format", "github", "bad.py"], proj).stdout
+    assert gh.startswith("::warning title=gradguard (GG101),file=bad.py,line=5,col=1")
+
+
+def test_select_ignore_and_pyproject(proj: Path) -> None:
+    assert run(["check", "--ignore", "GG101", "bad.py"], proj).returncode == 0
+    assert run(["check", "--select", "GG2", "bad.py"], proj).returncode == 0
+    assert run(["check", "--select", "GG1", "bad.py"], proj).returncode == 1
+    (proj / "pyproject.toml").write_text('[tool.gradguard]\nignore = ["GG101"]\n')
+    assert run(["check", "bad.py"], proj).returncode == 0
+    (proj / "pyproject.toml").write_text('[tool.gradguard]\nper-file-ignores = { "bad.py" = ["GG1"] }\n')
+    assert run(["check", "."], proj).returncode == 0
+    (proj / "pyproject.toml").write_text('[tool.gradguard]\nexclude = ["bad.py"]\n')
+    assert run(["check", "."], proj).returncode == 0
+
+
+def test_noqa(proj: Path) -> None:
+    src = HAZARD.replace("y += 1", "y += 1  # noqa: GG101")
+    assert check_source(src, "x.py") == []
+    assert check_source(HAZARD.replace("y += 1", "y += 1  # noqa"), "x.py") == []
+    assert [f.code for f in check_source(HAZARD.replace("y += 1", "y += 1  # noqa: GG102"), "x.py")] == ["GG101"]
+
+
+def test_gitignore_respected(proj: Path) -> None:
+    sub = proj / "gen"
+    sub.mkdir()
+    (sub / "bad2.py").write_text(HAZARD)
+    (proj / ".git").mkdir()
+    (proj / ".gitignore").write_text("gen/\nbad.py\n")
+    data = json.loads(run(["check", "--format", "json", "."], proj).stdout)
+    assert data == []
+    # a file named explicitly is always checked
+    assert run(["check", "bad.py"], proj).returncode == 1
+
+
+def test_syntax_error_is_gg000_and_run_goes_on(proj: Path) -> None:
+    (proj / "broken.py").write_text("def f(:\n    pass\n")
+    data = json.loads(run(["check", "--format", "json", "."], proj).stdout)
+    codes = sorted((Path(d["path"]).name, d["code"]) for d in data)
+    assert codes == [("bad.py", "GG101"), ("broken.py", "GG000")]
+    assert "could not parse" in next(d["message"] for d in data if d["code"] == "GG000")
+
+
+@pytest.mark.parametrize("content", [b"", b"\xff\xfe\x00garbage\x00", b"# -*- coding: latin-1 -*-\nx = '\xe9'\n",
+                                     b"\xef\xbb\xbfimport torch\n", "x = ('é' + '中文')\n".encode()])
+def test_odd_bytes_never_crash(content: bytes) -> None:
+    out = check_source(content, "odd.py")
+    assert all(f.code == "GG000" for f in out)
+
+
+def test_deep_nesting_and_huge_file() -> None:
+    deep = "x = " + "(" * 300 + "1" + ")" * 300 + "\n"
+    assert all(f.code == "GG000" for f in check_source(deep, "deep.py"))
+    deep_calls = "import torch\nx = " + "torch.exp(" * 150 + "torch.randn(3)" + ")" * 150 + "\n"
+    check_source(deep_calls, "deep2.py")
+    huge = HAZARD + "\n".join(f"v{i} = torch.randn(3) * {i}" for i in range(30_000)) + "\n"
+    out = check_source(huge, "huge.py")
+    assert [f.code for f in out] == ["GG101"]
+
+
+def test_parallel_equals_serial(tmp_path: Path) -> None:
+    for i in range(20):
+        (tmp_path / f"m{i}.py").write_text(HAZARD if i % 3 == 0 else CLEAN)
+    from gradguard.api import check_paths
+    from gradguard.config import Config
+
+    serial = [f.to_json() for f in check_paths([str(tmp_path)], Config(), jobs=1)]
+    parallel = [f.to_json() for f in check_paths([str(tmp_path)], Config(), jobs=2)]
+    assert serial == parallel and len(serial) == 7
+
+
+def test_fix_and_diff(proj: Path) -> None:
+    diff = run(["check", "--diff", "bad.py"], proj)
+    assert "-y += 1" in diff.stdout and "+y = y + 1" in diff.stdout
+    assert (proj / "bad.py").read_text() == HAZARD  # --diff writes nothing
+    fixed = run(["check", "--fix", "bad.py"], proj)
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert "y = y + 1" in (proj / "bad.py").read_text()
+
+
+def test_main_in_process_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    with pytest.raises(SystemExit) as e:
+        main(["check", "--bogus"])
+    assert e.value.code == 2
+
+
+def test_rule_docs_command(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["rule"]) == 0
+    assert "GG302" in capsys.readouterr().out
+    assert main(["rule", "GG102"]) == 0
+    out = capsys.readouterr().out
+    assert "## Why backward breaks" in out and "inplace=True" in out
+    assert main(["rule", "GG999"]) == 2
+
+
+def test_entry_points_exist() -> None:
+    venv_bin = Path(sys.executable).parent
+    exe = venv_bin / "gradguard"
+    if exe.exists():
+        r = subprocess.run([str(exe), "--version"], capture_output=True, text=True, env={**os.environ})
+        assert r.returncode == 0 and "gradguard" in r.stdout
