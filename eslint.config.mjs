@@ -17,7 +17,8 @@ export default tseslint.config(
   },
   {
     files: ["tests/e2e/**/*.mjs", "eslint.config.mjs"],
-    languageOptions: { globals: { ...globals.node }, sourceType: "module" },
+    // page.evaluate callbacks run in the browser: document is a global there.
+    languageOptions: { globals: { ...globals.node, document: "readonly" }, sourceType: "module" },
     rules: { eqeqeq: ["error", "always"] },
   },
 );
