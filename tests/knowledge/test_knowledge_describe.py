@@ -35,6 +35,13 @@ def test_describe_views_and_init() -> None:
     assert "saves none" in (describe(kb, "Tensor.add_") or "")
 
 
+def test_describe_pow_number_exponent_and_data() -> None:
+    kb = load()
+    text = describe(kb, "Tensor.pow") or ""
+    assert "when `exponent` is a Python number it saves `self` instead" in text
+    assert "not its version counter" in (describe(kb, "Tensor.data") or "")
+
+
 def test_resolve_aliases_and_unknown() -> None:
     kb = load()
     assert resolve(kb, "F.relu") == "torch.nn.functional.relu"

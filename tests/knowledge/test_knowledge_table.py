@@ -409,3 +409,27 @@ def test_rnn_modules(kb: Knowledge) -> None:
         assert info is not None and info.args == ("input", "hx"), name
         assert info.params[:2] == ("input_size", "hidden_size"), name
     assert kb.get("torch.nn.MultiheadAttention").args == ("query", "key", "value")  # type: ignore[union-attr]
+
+
+@pytest.mark.torch
+def test_pow_with_number_exponent_saves_input_only(raw: dict[str, Any]) -> None:
+    e = raw["ops"]["Tensor.pow"]
+    assert e["saves_output"]  # tensor exponent: the result is saved too
+    assert e["when_number"]["exponent"] == {"saves": {"self": ["self"]}, "saves_output": []}
+    x = nonleaf(4)
+    y, packed = saved_storages(lambda: x.pow(2))
+    assert ptrs(packed) == {_ptr(x)} and _ptr(y) not in ptrs(packed)
+    t = torch.full((4,), 2.0)
+    y2, packed2 = saved_storages(lambda: x.pow(t))
+    assert _ptr(y2) in ptrs(packed2)
+
+
+@pytest.mark.torch
+def test_data_shares_storage_not_version(raw: dict[str, Any]) -> None:
+    e = raw["ops"]["Tensor.data"]
+    assert e.get("shares_storage_of") == "self" and "view_of" not in e and e.get("attribute")
+    x = torch.randn(4)
+    d = x.data
+    v = d._version
+    x.add_(1)
+    assert d._version == v and _ptr(d) == _ptr(x)

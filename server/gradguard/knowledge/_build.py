@@ -74,6 +74,8 @@ def probe_spec(spec: Spec) -> dict[str, Any]:
     entry: dict[str, Any] = {"kind": spec.kind, "args": tensor_args, "params": params, "source": "probe"}
     if spec.note:
         entry["note"] = spec.note
+    if spec.attribute:
+        entry["attribute"] = True
 
     base = E.run(spec, arg_names, set())
     if base.error and sources:
@@ -106,6 +108,10 @@ def probe_spec(spec: Spec) -> dict[str, Any]:
         internal = internal or r.internal > 0
     entry["saves"] = {k: v for k, v in sorted(saves.items())}
     entry["saves_output"] = saves_output
+    if spec.kind != "module" and len(float_args) >= 2:
+        when_number = _number_variants(spec, arg_names, float_args, saves, saves_output)
+        if when_number:
+            entry["when_number"] = when_number
     outs = E.flatten_tensors(base.output)
     if out_idx and not isinstance(base.output, torch.Tensor) and len(outs) > 1:
         entry["saved_output_indices"] = sorted(out_idx)
@@ -121,7 +127,9 @@ def probe_spec(spec: Spec) -> dict[str, Any]:
         entry["mutates_state"] = buf_mut
     if spec.grad_params:
         entry["mutates_grad"] = tensor_args
-    view_of, returns_arg = E.view_relation(spec, arg_names)
+    view_of, returns_arg, shares = E.view_relation(spec, arg_names)
+    if shares:
+        entry["shares_storage_of"] = shares
     if view_of:
         entry["view_of"] = view_of
     if returns_arg:
@@ -173,6 +181,53 @@ def probe_spec(spec: Spec) -> dict[str, Any]:
     if len(set(params)) != len(params) or len(set(tensor_args)) != len(tensor_args):
         entry["warning"] = "duplicate parameter names"
     return entry
+
+
+def _saves_with(spec: Spec, arg_names: list[str], sources: list[str]) -> tuple[dict[str, list[str]], list[str]] | None:
+    saves: dict[str, list[str]] = {}
+    out: list[str] = []
+    for src in sources:
+        r = E.run(spec, arg_names, {src})
+        if r.error:
+            return None
+        for name in r.saved:
+            saves.setdefault(name, []).append(src)
+        if r.saved_outputs:
+            out.append(src)
+    return dict(sorted(saves.items())), out
+
+
+def _number_variants(
+    spec: Spec, arg_names: list[str], float_args: list[str], saves: dict[str, list[str]], saves_output: list[str]
+) -> dict[str, Any]:
+    """What is saved when a tensor argument is a Python number instead (``x.pow(2)`` vs ``x.pow(t)``),
+    recorded only where that differs from the tensor case with that argument left out."""
+    out: dict[str, Any] = {}
+    for arg in float_args[1:]:
+        if arg not in arg_names:
+            continue
+        i = arg_names.index(arg)
+        inputs = spec.inputs
+
+        def num_inputs(inputs: Any = inputs, i: int = i) -> tuple[list[Any], dict[str, Any]]:
+            a, k = inputs()
+            a = list(a)
+            a[i] = 2.0
+            return a, k
+
+        variant = dataclasses.replace(spec, inputs=num_inputs)
+        rest = [a for a in float_args if a != arg]
+        got = _saves_with(variant, arg_names, rest)
+        if got is None:
+            continue
+        want = (
+            {k: [c for c in v if c != arg] for k, v in saves.items() if k != arg},
+            [c for c in saves_output if c != arg],
+        )
+        want = ({k: v for k, v in want[0].items() if v}, want[1])
+        if got != want:
+            out[arg] = {"saves": got[0], "saves_output": got[1]}
+    return out
 
 
 def _default(fn: Any, name: str) -> Any:

@@ -32,6 +32,7 @@ class Spec:
     grad_params: bool = False  # list-of-tensor args are leaves with .grad filled (clip_grad_*)
     aten: str | None = None  # ATen operator name for the signature / derivatives.yaml
     note: str | None = None
+    attribute: bool = False  # a property (x.T, x.data), not a call
 
 
 @dataclass
@@ -226,28 +227,33 @@ def run(
     return res
 
 
-def view_relation(spec: Spec, arg_names: list[str]) -> tuple[str | None, str | None]:
-    """(view_of, returns_arg): the output shares storage and version counter with an arg."""
+def view_relation(spec: Spec, arg_names: list[str]) -> tuple[str | None, str | None, str | None]:
+    """(view_of, returns_arg, shares_storage_of) of the output with respect to the tensor args.
+
+    view_of: shares storage and version counter; returns_arg: the very same tensor; shares_storage_of:
+    shares storage but has its own version counter (``x.data``: writes through it are invisible to autograd).
+    """
     call = materialize(spec, arg_names, set())
     try:
         out = invoke(spec, call)
     except Exception:
-        return None, None
+        return None, None, None
     if not isinstance(out, torch.Tensor):
-        return None, None
+        return None, None, None
     so = _storage(out)
     if so is None:
-        return None, None
+        return None, None, None
     for name, v in call.named.items():
         if not isinstance(v, torch.Tensor) or _storage(v) != so:
             continue
         if out is v:
-            return None, name
+            return None, name, None
         before = out._version
         torch.autograd.graph.increment_version(v)
         if out._version != before:
-            return name, None
-    return None, None
+            return name, None, None
+        return None, None, name
+    return None, None, None
 
 
 def multi_output_view(spec: Spec, arg_names: list[str], sources: set[str]) -> bool:

@@ -182,7 +182,7 @@ def _fn_specs() -> list[Spec]:
         fn("torch.outer", torch.outer, _in(lambda: R(4), lambda: R(6)), aten="outer"),
         fn("torch.addmm", torch.addmm, _in(lambda: R(4, 5), lambda: R(4, 6), lambda: R(6, 5)), aten="addmm"),
         fn("torch.baddbmm", torch.baddbmm, _in(lambda: R(2, 4, 5), lambda: R(2, 4, 6), lambda: R(2, 6, 5)), aten="baddbmm"),
-        fn("torch.einsum", torch.einsum, _in("ij,jk->ik", lambda: R(4, 6), lambda: R(6, 5)), names=["equation", "operand0", "operand1"], params=["equation", "operands"]),
+        fn("torch.einsum", torch.einsum, _in("ij,jk->ik", lambda: R(4, 6), lambda: R(6, 5)), names=["equation", "operand0", "operand1"], params=["equation", "operand0", "operand1", "operand2", "operand3"], note="operands are variadic (*operands); numbered here"),
         fn("torch.cat", torch.cat, _in(lambda: [R(4, 6), R(4, 6)]), aten="cat"),
         fn("torch.concat", torch.concat, _in(lambda: [R(4, 6), R(4, 6)]), aten="concat"),
         fn("torch.stack", torch.stack, _in(lambda: [R(4, 6), R(4, 6)]), aten="stack"),
@@ -461,6 +461,19 @@ def _method_specs() -> list[Spec]:
         meth("swapaxes_", _in(p46, 0, 1)),
         meth("swapdims_", _in(p46, 0, 1)),
     ]
+    for attr, note in [
+        ("T", "attribute: the transpose, a view"),
+        ("mT", "attribute: batched matrix transpose, a view"),
+        ("H", "attribute: conjugate transpose (a view for real tensors)"),
+        ("data", "attribute: shares storage but NOT the version counter: writes through .data are invisible to "
+                 "autograd (no error, silently wrong gradients)"),
+    ]:
+        out.append(
+            Spec(
+                name=f"Tensor.{attr}", kind="method", fn=lambda self, attr=attr: getattr(self, attr),
+                inputs=_in(p46), names=["self"], params=["self"], note=note, attribute=True,
+            )
+        )
     out.append(
         Spec(
             name="Tensor.__iter__", kind="method", fn=lambda self: list(iter(self)), inputs=_in(p46),

@@ -56,6 +56,11 @@ def _text(info: OpInfo, raw: dict[str, Any], kb: Knowledge) -> str:
         idx = raw.get("saved_output_indices")
         which = "the output" if not idx else "output " + ", ".join(f"[{i}]" for i in idx)
         lines.append(f"  saves {which} for backward {_conds(info.saves_output, info.args)}")
+    for arg, alt in (raw.get("when_number") or {}).items():
+        what = [f"`{a}`" for a, c in alt.get("saves", {}).items() if c]
+        if alt.get("saves_output"):
+            what.append("the output")
+        lines.append(f"  when `{arg}` is a Python number it saves {', '.join(what) if what else 'nothing'} instead")
     if raw.get("saves_internal"):
         lines.append("  also saves internal tensors of its own (statistics, masks, copies): not visible to your code")
     if not saved_any and "saves" in raw:
@@ -75,6 +80,11 @@ def _text(info: OpInfo, raw: dict[str, Any], kb: Knowledge) -> str:
         lines.append(f"  updates module state in place: {', '.join(raw['mutates_state'])}")
     if info.view_of:
         lines.append(f"  returns a view of `{info.view_of}` (shares its storage and version counter)")
+    if raw.get("shares_storage_of"):
+        lines.append(
+            f"  shares the storage of `{raw['shares_storage_of']}` but not its version counter: in-place writes "
+            "through it are not seen by autograd"
+        )
     if raw.get("returns_arg"):
         lines.append(f"  returns `{raw['returns_arg']}` itself (same tensor)")
     if info.multi_output_view:
@@ -86,6 +96,12 @@ def _text(info: OpInfo, raw: dict[str, Any], kb: Knowledge) -> str:
         lines.append(f"  `{info.inplace_kwarg}=True` makes it write into its input (see {info.name}[{info.inplace_kwarg}=True])")
     if info.no_grad:
         lines.append("  runs under torch.no_grad(): allowed on leaf tensors that require grad (e.g. parameters)")
+    if raw.get("eval"):
+        ev = raw["eval"]
+        saved = [a for a, c in ev.get("saves", {}).items() if c] + (["the output"] if ev.get("saves_output") else [])
+        lines.append(f"  in eval mode it saves: {', '.join(saved) or 'nothing'}")
+    if raw.get("attribute"):
+        lines.append("  an attribute (no call)")
     if info.train_only:
         lines.append("  only in training mode (module.train() / training=True); a no-op for autograd in eval mode")
     if raw.get("train_kwarg_default") is not None:
