@@ -30,16 +30,47 @@ def yaml_path() -> str | None:
     return p if os.path.exists(p) else None
 
 
+def parse_derivatives(text: str) -> list[dict[str, Any]]:
+    """The subset of YAML derivatives.yaml uses: ``- name: SIG`` items of ``  key: formula`` entries.
+
+    Formulas may continue on deeper-indented lines and may be quoted; nested mappings (``dispatch:``) are
+    kept as raw text. No PyYAML needed (torch does not depend on it).
+    """
+    items: list[dict[str, Any]] = []
+    cur: dict[str, Any] | None = None
+    key: str | None = None
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if line.startswith("- name:"):
+            cur = {"name": line[len("- name:") :].strip()}
+            items.append(cur)
+            key = "name"
+            continue
+        if cur is None:
+            continue
+        m = re.match(r"^  ([A-Za-z_][\w, ]*):(.*)$", line)
+        if m and not line.startswith("   "):
+            key = m.group(1).strip()
+            cur[key] = m.group(2).strip()
+        elif key is not None:
+            cur[key] = f"{cur[key]} {stripped}".strip()
+    for it in items:
+        for k, v in it.items():
+            if isinstance(v, str) and len(v) >= 2 and v[0] == v[-1] and v[0] in "\"'":
+                it[k] = v[1:-1]
+    return items
+
+
 @lru_cache(maxsize=1)
 def load_derivatives() -> dict[str, list[dict[str, Any]]]:
     """ATen base name (``mul``, ``leaky_relu_``) -> its overload entries (``name`` + formulas)."""
     p = yaml_path()
     if p is None:
         return {}
-    import yaml
-
     with open(p, encoding="utf-8") as f:
-        data = yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        data = parse_derivatives(f.read())
     out: dict[str, list[dict[str, Any]]] = {}
     for item in data:
         sig = item.get("name", "")
