@@ -271,6 +271,32 @@ def _out_of_place(name: str, table: dict[str, Any]) -> str | None:
     return None
 
 
+def out_of_place_specs(specs: list[Spec]) -> list[Spec]:
+    """``Tensor.X`` / ``torch.X`` for every probed in-place ``X_`` whose out-of-place form is not listed yet,
+    called on the same sample inputs."""
+    from gradguard.knowledge._specs import _method
+
+    known = {s.name for s in specs}
+    out = []
+    for s in specs:
+        if s.variant is not None or not s.name.endswith("_") or s.name.endswith("__"):
+            continue
+        base = s.name[:-1]
+        owner, attr = base.split(".", 1) if base.count(".") == 1 else ("", "")
+        if base in known or owner not in ("Tensor", "torch") or attr.endswith("_"):
+            continue
+        if owner == "Tensor" and callable(getattr(torch.Tensor, attr, None)):
+            fn = _method(attr)
+        elif owner == "torch" and callable(getattr(torch, attr, None)):
+            fn = getattr(torch, attr)
+        else:
+            continue
+        note = f"sample inputs of {s.name}" if s.note else None
+        out.append(dataclasses.replace(s, name=base, fn=fn, aten=attr, note=note, optional=True))
+        known.add(base)
+    return out
+
+
 def build_entries() -> dict[str, Any]:
     from gradguard.knowledge._derivatives import fill_from_derivatives
     from gradguard.knowledge._specs import all_specs
@@ -279,9 +305,12 @@ def build_entries() -> dict[str, Any]:
     specs = all_specs()
     known = {s.name for s in specs}
     specs += synth_inplace_specs(known)
+    specs += out_of_place_specs(specs)
     table: dict[str, Any] = {}
     for spec in specs:
         entry = probe_spec(spec)
+        if spec.optional and entry.get("source") == "failed":
+            continue
         table[spec.name] = entry
         if entry.get("inplace_kwarg") and spec.variant is None:
             v = inplace_variant(spec)

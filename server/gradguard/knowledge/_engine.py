@@ -33,6 +33,7 @@ class Spec:
     aten: str | None = None  # ATen operator name for the signature / derivatives.yaml
     note: str | None = None
     attribute: bool = False  # a property (x.T, x.data), not a call
+    optional: bool = False  # derived spec: left out of the table when it cannot be called
 
 
 @dataclass

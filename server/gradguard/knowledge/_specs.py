@@ -168,6 +168,17 @@ def _operator_specs() -> list[Spec]:
         )
     )
     out.append(op("setitem", operator.setitem, _in(p46, 1, lambda: R(6)), ["self", "key", "value"]))
+    for key, make, note in [
+        ("Tensor", lambda: torch.tensor([0, 2]), "x[index_tensor] = v: index_put_"),
+        ("mask", lambda: B(4, 6), "x[bool_mask] = v: index_put_ with a mask"),
+    ]:
+        out.append(
+            Spec(
+                name=f"operator.setitem[key={key}]", kind="operator", fn=operator.setitem,
+                inputs=_in(p46, make, lambda: R(1)), names=["self", "key", "value"],
+                params=["self", "key", "value"], note=note,
+            )
+        )
     return out
 
 

@@ -106,6 +106,8 @@ def synth_inplace_specs(known: set[str]) -> list[Spec]:
         if chosen is None:
             # not callable from a schema: derivatives.yaml fills it (see _derivatives.py)
             f = _method(attr) if kind == "method" else getattr(torch, attr)
-            chosen = Spec(name=name, kind=kind, fn=f, inputs=lambda: ([R(4, 6)], {}), aten=attr)
+            # torch.* functions that cannot be called on dense tensors are left out; every Tensor.*_ stays
+            chosen = Spec(name=name, kind=kind, fn=f, inputs=lambda: ([R(4, 6)], {}), aten=attr,
+                          optional=kind == "function")
         out.append(chosen)
     return out
