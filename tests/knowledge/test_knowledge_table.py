@@ -369,14 +369,21 @@ def test_clip_grad_norm_writes_grad_not_params(kb: Knowledge, raw: dict[str, Any
 @pytest.mark.torch
 def test_linear_autocast_casts(kb: Knowledge) -> None:
     info = kb.get("torch.nn.functional.linear")
-    assert info is not None and "input" in info.autocast_casts
+    assert info is not None and info.autocast_casts == ("input", "weight")
     assert "input" in kb.get("torch.nn.Linear").autocast_casts  # type: ignore[union-attr]
     x = nonleaf(4, 6)
     w = torch.randn(5, 6, requires_grad=True)
     with torch.autocast("cpu", dtype=torch.bfloat16):
         _, packed = saved_storages(lambda: F.linear(x, w))
-    assert _ptr(x) not in ptrs(packed)
-    assert any(dt == torch.bfloat16 for _, _, dt in packed)
+    assert _ptr(x) not in ptrs(packed) and _ptr(w) not in ptrs(packed)
+    assert [dt for _, _, dt in packed] == [torch.bfloat16, torch.bfloat16]
+    # so an in-place update of the float32 weight after the forward pass does not break backward
+    out = None
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = F.linear(x, w)
+    with torch.no_grad():
+        w.mul_(2)
+    out.float().sum().backward()
 
 
 @pytest.mark.torch

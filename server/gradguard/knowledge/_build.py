@@ -145,8 +145,9 @@ def probe_spec(spec: Spec) -> dict[str, Any]:
         entry["accepts_out"] = True
     if sources:
         ac = E.run(spec, arg_names, set(sources), autocast=True)
-        if not ac.error and ac.casts:
-            entry["autocast_casts"] = _ordered(ac.casts, sources)
+        casts = ac.casts - ac.saved  # a cast copy is saved and the float32 original is not
+        if not ac.error and casts:
+            entry["autocast_casts"] = _ordered(casts, sources)
     if spec.kind == "module" or spec.train_kwarg:
         ev_mut: set[str] = set()
         ev_saves: dict[str, list[str]] = {}

@@ -221,8 +221,13 @@ def run(
         else:
             res.internal += 1
             if autocast and t.dtype == torch.bfloat16:
+                # the cast copy may be saved as a view of itself (F.linear saves weight.t()): compare the
+                # multiset of values, which identifies the source among random sample tensors
+                tv = t.detach().flatten().sort().values
                 for n, c in cands:
-                    if c.dtype == torch.float32 and c.shape == t.shape and torch.equal(c.detach().to(torch.bfloat16), t):
+                    if c.dtype != torch.float32 or c.numel() != t.numel():
+                        continue
+                    if torch.equal(c.detach().to(torch.bfloat16).flatten().sort().values, tv):
                         res.casts.add(n)
                         break
     return res
