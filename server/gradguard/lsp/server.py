@@ -1,0 +1,1015 @@
+"""``gradguard lsp``: the language server (pygls). A thin adapter: analysis is ``gradguard.api.check_source``.
+
+Design (docs/lsp.md has the contract):
+  * one :class:`Unit` per open text document or notebook (whose code cells are analysed as one program);
+  * every change bumps the unit's ``generation``; a run snapshots (text, version, generation), analyses it in
+    a worker thread (never on the event loop) and its result is dropped unless the generation is still
+    current when it finishes; runs not yet started when superseded are skipped;
+  * push (publishDiagnostics) for clients without pull support, pull (textDocument/diagnostic) always.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import concurrent.futures
+import inspect
+import itertools
+import logging
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from lsprotocol import types as T
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+from pygls.uris import from_fs_path, to_fs_path
+
+from gradguard import __version__
+from gradguard.lsp.convert import Entry, Mapper, Segment, split_lines, to_entry
+from gradguard.lsp.settings import ConfigCache, Settings, effective_config, excluded, parse_settings
+from gradguard.model import Finding, Related
+
+log = logging.getLogger("gradguard.lsp")
+
+SOURCE = "gradguard"
+RUN_SOURCE = "gradguard-run"
+FIX_ALL_KIND = "source.fixAll.gradguard"
+COMMANDS = ("gradguard.fixAll", "gradguard.runFile", "gradguard.showKnowledge", "gradguard.checkWorkspace",
+            "gradguard.clearRunDiagnostics")
+REQUEST_FAILED = -32803
+MAX_CHARS = 20_000_000
+
+
+@dataclass
+class Result:
+    version: int | None
+    generation: int
+    lines: list[str]
+    mapper: Mapper
+    findings: list[Finding]  # what the entries show (after keeping last-good ones on a syntax error)
+    entries: list[Entry]
+    parse_ok: bool
+    error: bool = False
+
+
+@dataclass
+class Unit:
+    key: str  # text document uri or notebook uri
+    notebook: bool = False
+    generation: int = 0
+    task: asyncio.Task[Any] | None = None
+    result: Result | None = None
+    last_good: Result | None = None
+    published: set[str] = field(default_factory=set)
+
+
+@dataclass
+class Snapshot:
+    text: str
+    version: int | None
+    path: str | None
+    segments: list[Segment]
+
+
+class _InvalidRequest:
+    """A request whose params could not be deserialized: answered with InvalidParams instead of silence."""
+
+    def __init__(self, msg_id: Any, method: str, error: Exception) -> None:
+        self.id = msg_id
+        self.method = method
+        self.error = error
+
+
+class GradguardProtocol(LanguageServerProtocol):
+    def structure_message(self, data: Any) -> Any:
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            if isinstance(data, dict) and "id" in data and "method" in data and "jsonrpc" in data:
+                return _InvalidRequest(data["id"], str(data["method"]), exc)
+            raise
+
+    def handle_message(self, message: Any) -> Any:
+        if isinstance(message, _InvalidRequest):
+            log.warning("invalid params for %s (request %r)", message.method, message.id)
+            self._send_response(message.id, None,
+                                JsonRpcInvalidParams(f"invalid params for {message.method}").to_response_error())
+            return None
+        return super().handle_message(message)
+
+
+class GradguardLanguageServer(LanguageServer):
+    controller: Controller
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        # Never pop up dialogs for internal errors: log them (window/logMessage + log file).
+        try:
+            self.controller.log_error(f"internal error ({getattr(source, '__name__', source)}): {error}")
+        except Exception:  # pragma: no cover - never let error reporting fail
+            log.exception("failed to report an error")
+
+
+def _encoding_name(enc: Any) -> str:
+    v = str(getattr(enc, "value", enc) or "utf-16").lower()
+    return v if v in ("utf-8", "utf-16", "utf-32") else "utf-16"
+
+
+def _uri_path(uri: str) -> str | None:
+    try:
+        return to_fs_path(uri) if uri.startswith("file:") else None
+    except Exception:
+        return None
+
+
+def _touched_lines(f: Finding) -> set[int]:
+    out = set(range(f.line, max(f.end_line, f.line) + 1))
+    for r in f.related:
+        out.update(range(r.line, max(r.end_line or r.line, r.line) + 1))
+    for x in f.fixes:
+        for e in x.edits:
+            out.update(range(e.line, max(e.end_line, e.line) + 1))
+    return out
+
+
+class Controller:
+    """All server state and behaviour; ``ls`` is the pygls server it is attached to."""
+
+    def __init__(self, ls: GradguardLanguageServer) -> None:
+        self.ls = ls
+        self.settings = Settings()
+        self.units: dict[str, Unit] = {}
+        self.configs = ConfigCache()
+        self.run_entries: dict[str, dict[str, list[Entry]]] = {}  # script uri -> target uri -> entries
+        self.run_generation = 0
+        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="gradguard-check")
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.pull = False
+        self.refresh_support = False
+        self.progress_support = False
+        self.apply_edit_support = True
+        self.log_handler: logging.Handler | None = None
+        self._logged: set[str] = set()
+        self._tokens = itertools.count(1)
+        self._lock = threading.Lock()
+
+    # ----------------------------------------------------------------------------------------------- logging
+    def _send_log(self, level: T.MessageType, message: str) -> None:
+        def send() -> None:
+            try:
+                self.ls.window_log_message(T.LogMessageParams(type=level, message=message))
+            except Exception:  # pragma: no cover - the transport may be gone
+                pass
+
+        loop = self.loop
+        if loop is None:
+            return
+        if threading.current_thread() is threading.main_thread() and _running_loop() is loop:
+            send()
+        else:
+            loop.call_soon_threadsafe(send)
+
+    def log_info(self, message: str) -> None:
+        log.info(message)
+        if self.settings.log_level in ("info", "debug"):
+            self._send_log(T.MessageType.Info, message)
+
+    def log_warning(self, message: str) -> None:
+        log.warning(message)
+        if self.settings.log_level != "error":
+            self._send_log(T.MessageType.Warning, message)
+
+    def log_error(self, message: str, once: bool = False) -> None:
+        if once:
+            with self._lock:
+                if message in self._logged:
+                    log.debug(message)
+                    return
+                self._logged.add(message)
+        log.error(message)
+        self._send_log(T.MessageType.Error, message)
+
+    def configure_logging(self) -> None:
+        level = {"error": logging.ERROR, "warning": logging.WARNING, "info": logging.INFO,
+                 "debug": logging.DEBUG}[self.settings.log_level]
+        log.setLevel(level)
+        # pygls logs every message body at INFO: keep it quiet unless debugging.
+        logging.getLogger("pygls").setLevel(logging.DEBUG if level == logging.DEBUG else logging.WARNING)
+        path = self.settings.log_file
+        if self.log_handler is not None and getattr(self.log_handler, "baseFilename", None) != \
+                (os.path.abspath(path) if path else None):
+            logging.getLogger().removeHandler(self.log_handler)
+            self.log_handler.close()
+            self.log_handler = None
+        if path and self.log_handler is None:
+            try:
+                h = logging.FileHandler(path, encoding="utf-8")
+            except OSError as e:
+                self.log_warning(f"cannot open log file {path}: {e}")
+                return
+            h.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+            logging.getLogger().addHandler(h)
+            self.log_handler = h
+        if self.log_handler is not None:
+            self.log_handler.setLevel(level)
+            if logging.getLogger().level > level or logging.getLogger().level == logging.NOTSET:
+                logging.getLogger().setLevel(level)
+
+    # ----------------------------------------------------------------------------------------- lifecycle
+    def on_initialize(self, params: T.InitializeParams) -> None:
+        self.loop = _running_loop()
+        caps = params.capabilities
+        self.pull = bool(caps.text_document and caps.text_document.diagnostic is not None)
+        ws = caps.workspace
+        self.refresh_support = bool(ws and ws.diagnostics and ws.diagnostics.refresh_support)
+        self.apply_edit_support = bool(ws and ws.apply_edit) if ws is not None else False
+        self.progress_support = bool(caps.window and caps.window.work_done_progress)
+        self.settings, warnings = parse_settings(params.initialization_options, self.settings)
+        self.configure_logging()
+        for w in warnings:
+            self.log_warning(w)
+
+    async def on_initialized(self, params: T.InitializedParams) -> None:
+        self.loop = _running_loop()
+        caps = self.ls.client_capabilities
+        ws = caps.workspace
+        if ws and ws.did_change_watched_files and ws.did_change_watched_files.dynamic_registration:
+            reg = T.Registration(
+                id="gradguard-pyproject-watcher",
+                method=T.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                register_options=T.DidChangeWatchedFilesRegistrationOptions(
+                    watchers=[T.FileSystemWatcher(glob_pattern="**/pyproject.toml")]),
+            )
+            try:
+                await self.ls.client_register_capability_async(T.RegistrationParams(registrations=[reg]))
+            except Exception as e:
+                self.log_warning(f"could not register the pyproject.toml watcher: {e}")
+        self.log_info(f"gradguard {__version__} language server ready "
+                      f"(position encoding {self.encoding}, {'pull' if self.pull else 'push'} diagnostics)")
+
+    def on_shutdown(self, params: Any) -> None:
+        for u in self.units.values():
+            if u.task is not None:
+                u.task.cancel()
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+    @property
+    def encoding(self) -> str:
+        try:
+            return _encoding_name(self.ls.workspace.position_encoding)
+        except RuntimeError:
+            return "utf-16"
+
+    # ------------------------------------------------------------------------------------------ documents
+    def _text_doc(self, uri: str) -> Any:
+        try:
+            return self.ls.workspace.text_documents.get(uri)
+        except RuntimeError:
+            return None
+
+    def unit_for(self, uri: str) -> Unit | None:
+        """The unit that shows diagnostics for ``uri`` (a text document, or a cell of a notebook)."""
+        u = self.units.get(uri)
+        if u is not None:
+            return u
+        try:
+            nb = self.ls.workspace.get_notebook_document(cell_uri=uri)
+        except RuntimeError:
+            return None
+        if nb is not None:
+            return self.units.get(nb.uri)
+        return None
+
+    def snapshot(self, u: Unit) -> Snapshot | None:
+        if not u.notebook:
+            doc = self._text_doc(u.key)
+            if doc is None:
+                return None
+            text = doc._source if doc._source is not None else ""
+            return Snapshot(text, doc.version, _uri_path(u.key), [])
+        nb = self.ls.workspace.get_notebook_document(notebook_uri=u.key)
+        if nb is None:
+            return None
+        from gradguard.lsp.notebook import assemble
+
+        cells = []
+        for cell in nb.cells:
+            if cell.kind != T.NotebookCellKind.Code:
+                continue
+            doc = self._text_doc(cell.document)
+            if doc is None or (doc.language_id or "python").lower() not in ("python", "py"):
+                continue
+            cells.append((cell.document, doc._source or ""))
+        text, segments = assemble(cells)
+        return Snapshot(text, nb.version, _uri_path(u.key), segments)
+
+    def current_version(self, u: Unit) -> int | None:
+        if u.notebook:
+            nb = self.ls.workspace.get_notebook_document(notebook_uri=u.key)
+            return nb.version if nb is not None else None
+        doc = self._text_doc(u.key)
+        return doc.version if doc is not None else None
+
+    def on_did_open(self, params: T.DidOpenTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        if self.unit_for(uri) is not None and uri not in self.units:
+            return  # a notebook cell: handled by the notebook
+        u = self.units.setdefault(uri, Unit(uri))
+        self.schedule(u, 0.0)
+
+    def on_did_change(self, params: T.DidChangeTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        self._clear_run_for(uri)
+        u = self.units.get(uri)
+        if u is None:
+            return
+        if self.settings.run == "onType":
+            self.schedule(u, self.settings.debounce_ms / 1000.0)
+        else:
+            self.supersede(u)
+
+    def on_did_save(self, params: T.DidSaveTextDocumentParams) -> None:
+        u = self.unit_for(params.text_document.uri)
+        if u is not None:
+            self.schedule(u, 0.0)
+
+    def on_did_close(self, params: T.DidCloseTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        u = self.units.pop(uri, None)
+        if u is not None:
+            self.supersede(u)
+            for p in u.published | {uri}:
+                self._publish_uri(p, [], None)
+
+    def on_notebook_open(self, params: T.DidOpenNotebookDocumentParams) -> None:
+        uri = params.notebook_document.uri
+        u = self.units.setdefault(uri, Unit(uri, notebook=True))
+        u.notebook = True
+        self.schedule(u, 0.0)
+
+    def on_notebook_change(self, params: T.DidChangeNotebookDocumentParams) -> None:
+        u = self.units.get(params.notebook_document.uri)
+        if u is None:
+            return
+        cells = params.change.cells
+        if cells and cells.text_content:
+            for tc in cells.text_content:
+                self._clear_run_for(tc.document.uri)
+        if self.settings.run == "onType":
+            self.schedule(u, self.settings.debounce_ms / 1000.0)
+        else:
+            self.supersede(u)
+
+    def on_notebook_save(self, params: T.DidSaveNotebookDocumentParams) -> None:
+        u = self.units.get(params.notebook_document.uri)
+        if u is not None:
+            self.schedule(u, 0.0)
+
+    def on_notebook_close(self, params: T.DidCloseNotebookDocumentParams) -> None:
+        u = self.units.pop(params.notebook_document.uri, None)
+        if u is None:
+            return
+        self.supersede(u)
+        uris = set(u.published) | {c.uri for c in params.cell_text_documents}
+        for p in uris:
+            self._publish_uri(p, [], None)
+
+    # ---------------------------------------------------------------------------------------- scheduling
+    def supersede(self, u: Unit) -> None:
+        u.generation += 1
+        if u.task is not None and not u.task.done():
+            u.task.cancel()
+        u.task = None
+
+    def schedule(self, u: Unit, delay: float) -> None:
+        """(Re)start the check of ``u`` after ``delay`` seconds; supersedes any pending or running check."""
+        self.supersede(u)
+        if self.pull and not u.notebook:
+            # Pull clients ask when they want diagnostics; only push when results change behind their back.
+            return
+        u.task = asyncio.ensure_future(self._run(u, u.generation, delay, publish=True))
+
+    async def _run(self, u: Unit, gen: int, delay: float, publish: bool) -> Result | None:
+        if delay > 0:
+            await asyncio.sleep(delay)
+        if u.generation != gen or self.units.get(u.key) is not u:
+            return None
+        snap = self.snapshot(u)
+        if snap is None:
+            return None
+        loop = asyncio.get_running_loop()
+        res = await loop.run_in_executor(self.pool, self._work, u, snap, gen)
+        if res is None or u.generation != gen or self.units.get(u.key) is not u:
+            return None  # superseded while running: stale, never published
+        if res.version != self.current_version(u):
+            return None
+        u.result = res
+        if res.parse_ok and not res.error:
+            u.last_good = res
+        if publish:
+            self.publish(u)
+        return res
+
+    def _config_for(self, path: str | None) -> Any:
+        root = None
+        try:
+            root = self.ls.workspace.root_path
+        except RuntimeError:
+            pass
+        table, table_root = self.configs.table_for(path, root)
+        return effective_config(self.settings, table, table_root or (root or "")), root
+
+    def _work(self, u: Unit, snap: Snapshot, gen: int) -> Result | None:
+        """Runs in a worker thread: analyse one snapshot. Never raises."""
+        if u.generation != gen:
+            return None  # superseded before it started: cancelled
+        lines = split_lines(snap.text)
+        segments = snap.segments or [Segment(u.key, 0, len(lines))]
+        mapper = Mapper(lines, self.encoding, segments)
+        empty = Result(snap.version, gen, lines, mapper, [], [], True)
+        try:
+            if not self.settings.enable:
+                return empty
+            config, root = self._config_for(snap.path)
+            if excluded(snap.path, config, root):
+                return empty
+            path = snap.path or u.key
+            if len(snap.text) > MAX_CHARS:
+                from gradguard.model import Finding as F
+
+                findings = [F(path, 1, 1, 1, 2, "GG000", f"skipped: file is larger than {MAX_CHARS // 1_000_000} "
+                              "million characters", severity="info")]
+            else:
+                from gradguard.api import check_source
+
+                findings = check_source(snap.text, path, config, fixes=True)
+            parse_ok = not any(f.code == "GG000" for f in findings)
+            shown = list(findings)
+            last = u.last_good
+            if not parse_ok and last is not None and self.settings.enable:
+                # Syntax error mid-typing: keep the last good findings whose lines read exactly the same.
+                for f in last.findings:
+                    if f.code == "GG000":
+                        continue
+                    touched = _touched_lines(f)
+                    if all(1 <= ln <= len(lines) and ln <= len(last.lines) and lines[ln - 1] == last.lines[ln - 1]
+                           for ln in touched):
+                        shown.append(f)
+            entries = [e for e in (to_entry(f, mapper, snap.version) for f in shown) if e is not None]
+            return Result(snap.version, gen, lines, mapper, shown, entries, parse_ok)
+        except Exception as e:  # an analyzer bug: log it, this document gets no diagnostics
+            import traceback
+
+            detail = "".join(traceback.format_exception_only(type(e), e)).strip()
+            self.log_error(f"gradguard: internal error while checking {u.key}: {detail}", once=True)
+            log.debug("traceback", exc_info=True)
+            empty.error = True
+            return empty
+
+    async def ensure_result(self, u: Unit) -> Result | None:
+        """The result for the unit's current text (runs a check now if none is pending)."""
+        for _ in range(100):
+            if self.units.get(u.key) is not u:
+                return None
+            version = self.current_version(u)
+            r = u.result
+            if r is not None and r.version == version and r.generation == u.generation:
+                return r
+            if self.settings.run == "onSave" and r is not None and (u.task is None or u.task.done()):
+                return r  # on-save mode: the last result until the next save
+            if u.task is None or u.task.done():
+                u.task = asyncio.ensure_future(self._run(u, u.generation, 0.0, publish=u.notebook or not self.pull))
+            await asyncio.wait({u.task})
+        return u.result
+
+    # ---------------------------------------------------------------------------------------- publishing
+    def diagnostics_for(self, uri: str, u: Unit | None) -> list[T.Diagnostic]:
+        out: list[T.Diagnostic] = []
+        if u is not None and u.result is not None and self.settings.enable:
+            out.extend(e.diagnostic for e in u.result.entries if e.uri == uri)
+        for per_target in self.run_entries.values():
+            out.extend(e.diagnostic for e in per_target.get(uri, []))
+        return out
+
+    def _publish_uri(self, uri: str, diags: list[T.Diagnostic], version: int | None) -> None:
+        try:
+            self.ls.text_document_publish_diagnostics(
+                T.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=version))
+        except Exception as e:  # pragma: no cover - transport errors
+            log.warning("publish failed: %s", e)
+
+    def publish(self, u: Unit) -> None:
+        if u.result is None:
+            return
+        if self.pull and not u.notebook:
+            return
+        uris = [s.uri for s in u.result.mapper.segments]
+        version = u.result.version if not u.notebook else None
+        for uri in uris:
+            self._publish_uri(uri, self.diagnostics_for(uri, u), version)
+        for gone in u.published - set(uris):
+            self._publish_uri(gone, [], None)
+        u.published = set(uris)
+
+    def refresh_all(self, delay: float = 0.0) -> None:
+        """Results may change without a text change (config, pyproject, enable): recheck everything."""
+        for u in list(self.units.values()):
+            self.schedule(u, delay)
+        if self.pull and self.refresh_support:
+            try:
+                self.ls.workspace_diagnostic_refresh(None)
+            except Exception as e:  # pragma: no cover
+                log.warning("diagnostic refresh failed: %s", e)
+
+    def result_id(self, u: Unit | None, uri: str) -> str:
+        v = u.result.version if u is not None and u.result is not None else None
+        g = u.result.generation if u is not None and u.result is not None else 0
+        return f"{v}:{g}:{self.run_generation}:{int(self.settings.enable)}"
+
+    async def on_pull(self, params: T.DocumentDiagnosticParams) -> T.DocumentDiagnosticReport:
+        uri = params.text_document.uri
+        u = self.unit_for(uri)
+        if u is not None:
+            await self.ensure_result(u)
+            u = self.unit_for(uri)
+        rid = self.result_id(u, uri)
+        if params.previous_result_id is not None and params.previous_result_id == rid:
+            return T.RelatedUnchangedDocumentDiagnosticReport(result_id=rid)
+        return T.RelatedFullDocumentDiagnosticReport(items=self.diagnostics_for(uri, u), result_id=rid)
+
+    # ------------------------------------------------------------------------------------ configuration
+    async def on_did_change_configuration(self, params: T.DidChangeConfigurationParams) -> None:
+        raw = params.settings
+        if raw is None or (isinstance(raw, dict) and not raw):
+            caps = self.ls.client_capabilities.workspace
+            if caps is not None and caps.configuration:
+                try:
+                    got = await self.ls.workspace_configuration_async(
+                        T.ConfigurationParams(items=[T.ConfigurationItem(section="gradguard")]))
+                    raw = got[0] if got else None
+                except Exception as e:
+                    self.log_warning(f"workspace/configuration failed: {e}")
+                    raw = None
+        self.settings, warnings = parse_settings(raw, self.settings)
+        self.configure_logging()
+        for w in warnings:
+            self.log_warning(w)
+        self.configs.clear()
+        self.refresh_all()
+
+    def on_did_change_watched_files(self, params: T.DidChangeWatchedFilesParams) -> None:
+        config_changed = False
+        for ch in params.changes or []:
+            if ch.uri.endswith("pyproject.toml"):
+                config_changed = True
+            elif ch.type in (T.FileChangeType.Changed, T.FileChangeType.Deleted):
+                self._clear_run_for(ch.uri)
+        if config_changed:
+            self.configs.clear()
+            self.refresh_all()
+
+    # ------------------------------------------------------------------------------------- code actions
+    def _entries_at(self, uri: str, rng: T.Range) -> tuple[Unit | None, list[Entry]]:
+        u = self.unit_for(uri)
+        if u is None or u.result is None:
+            return u, []
+        out = []
+        for e in u.result.entries:
+            if e.uri != uri:
+                continue
+            r = e.diagnostic.range
+            if (r.end.line, r.end.character) < (rng.start.line, rng.start.character) or \
+                    (rng.end.line, rng.end.character) < (r.start.line, r.start.character):
+                continue
+            out.append(e)
+        return u, out
+
+    def fix_all_edit(self, u: Unit) -> tuple[T.WorkspaceEdit | None, int]:
+        """One edit applying every finding's preferred safe fix (non-overlapping; never noqa)."""
+        if u.result is None:
+            return None, 0
+        chosen: list[tuple[str, T.TextEdit]] = []
+        spans: list[tuple[tuple[int, int], tuple[int, int]]] = []
+        applied = 0
+        for e in u.result.entries:
+            fx = next((x for x in e.fixes if x.fix.preferred), None)
+            if fx is None or not fx.fix.safe or fx.fix.kind == "noqa":
+                continue
+            mine = [((m.line, m.column), (m.end_line, m.end_column)) for m in fx.fix.edits]
+            if any(not (b1 <= a2 or b2 <= a1) for a1, b1 in mine for a2, b2 in spans):
+                continue
+            spans.extend(mine)
+            chosen.extend(fx.edits)
+            applied += 1
+        if not chosen:
+            return None, 0
+        changes: dict[str, list[T.TextEdit]] = {}
+        for uri, te in chosen:
+            changes.setdefault(uri, []).append(te)
+        return T.WorkspaceEdit(changes=changes), applied
+
+    async def on_code_action(self, params: T.CodeActionParams) -> list[T.CodeAction] | None:
+        uri = params.text_document.uri
+        if not self.settings.enable:
+            return None
+        unit = self.unit_for(uri)
+        if unit is not None:
+            await self.ensure_result(unit)
+        only = params.context.only
+        u, entries = self._entries_at(uri, params.range)
+
+        def wanted(kind: str) -> bool:
+            if not only:
+                return True
+            return any(kind == o or kind.startswith(f"{o}.") for o in only)
+
+        actions: list[T.CodeAction] = []
+        if wanted(T.CodeActionKind.QuickFix):
+            ctx = [d for d in params.context.diagnostics if d.source in (SOURCE, None)]
+            for e in entries:
+                d = e.diagnostic
+                if ctx and not any(c.code == d.code and c.range == d.range for c in ctx):
+                    continue
+                for fx in e.fixes:
+                    actions.append(T.CodeAction(
+                        title=fx.fix.title, kind=T.CodeActionKind.QuickFix, diagnostics=[d],
+                        is_preferred=True if fx.fix.preferred else None, edit=fx.workspace_edit()))
+        if u is not None and wanted(FIX_ALL_KIND):
+            edit, n = self.fix_all_edit(u)
+            if edit is not None:
+                actions.append(T.CodeAction(title=f"gradguard: fix all ({n} safe fix{'es' if n != 1 else ''})",
+                                            kind=FIX_ALL_KIND, edit=edit))
+        return actions
+
+    # ---------------------------------------------------------------------------------------------- hover
+    async def on_hover(self, params: T.HoverParams) -> T.Hover | None:
+        uri = params.text_document.uri
+        if not self.settings.enable:
+            return None
+        u = self.unit_for(uri)
+        if u is not None:
+            await self.ensure_result(u)
+        if u is None or u.result is None or u.result.version != self.current_version(u):
+            return None
+        p = params.position
+        for e in u.result.entries:
+            r = e.diagnostic.range
+            if e.uri == uri and (r.start.line, r.start.character) <= (p.line, p.character) <= \
+                    (r.end.line, r.end.character):
+                from gradguard.lsp.hover import hover_markdown
+
+                md = hover_markdown(e.finding, u.result.lines)
+                return T.Hover(contents=T.MarkupContent(kind=T.MarkupKind.Markdown, value=md), range=r)
+        return None
+
+    # ------------------------------------------------------------------------------------------ commands
+    @staticmethod
+    def _uri_arg(args: tuple[Any, ...], cmd: str) -> tuple[str, dict[str, Any]]:
+        if not args:
+            raise JsonRpcInvalidParams(f"{cmd}: expected a document uri argument")
+        a = args[0]
+        if isinstance(a, str):
+            return a, {}
+        if isinstance(a, dict) and isinstance(a.get("uri"), str):
+            return a["uri"], a
+        raise JsonRpcInvalidParams(f"{cmd}: expected a uri string or {{\"uri\": ...}}, got {type(a).__name__}")
+
+    async def cmd_fix_all(self, *args: Any) -> dict[str, Any]:
+        uri, _ = self._uri_arg(args, "gradguard.fixAll")
+        u = self.unit_for(uri)
+        if u is None:
+            raise JsonRpcException(f"gradguard.fixAll: {uri} is not open", code=REQUEST_FAILED)
+        await self.ensure_result(u)
+        edit, n = self.fix_all_edit(u)
+        if edit is None:
+            return {"applied": 0}
+        res = await self.ls.workspace_apply_edit_async(
+            T.ApplyWorkspaceEditParams(edit=edit, label="gradguard: fix all"))
+        return {"applied": n if getattr(res, "applied", False) else 0}
+
+    async def cmd_show_knowledge(self, *args: Any) -> dict[str, Any]:
+        if not args or not isinstance(args[0], str) or not args[0].strip():
+            raise JsonRpcInvalidParams("gradguard.showKnowledge: expected a callable name, e.g. \"torch.exp\"")
+        name = args[0].strip()
+        try:
+            from gradguard.knowledge import load
+            from gradguard.knowledge.describe import describe
+        except ImportError as e:
+            raise JsonRpcException(f"gradguard.showKnowledge is not available: {e}", code=REQUEST_FAILED) from e
+
+        def work() -> str | None:
+            return describe(load(), name)
+
+        text = await asyncio.get_running_loop().run_in_executor(self.pool, work)
+        return {"name": name, "markdown": text}
+
+    async def _progress_begin(self, title: str) -> str | None:
+        if not self.progress_support:
+            return None
+        token = f"gradguard-{next(self._tokens)}"
+        try:
+            await self.ls.work_done_progress.create_async(token)
+            self.ls.work_done_progress.begin(token, T.WorkDoneProgressBegin(title=title, percentage=0))
+            return token
+        except Exception as e:
+            self.log_warning(f"progress not available: {e}")
+            return None
+
+    def _progress_report(self, token: str | None, message: str, pct: int | None = None) -> None:
+        if token is None:
+            return
+
+        def send() -> None:
+            try:
+                self.ls.work_done_progress.report(token, T.WorkDoneProgressReport(message=message, percentage=pct))
+            except Exception:  # pragma: no cover
+                pass
+
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(send)
+
+    def _progress_end(self, token: str | None, message: str) -> None:
+        if token is not None:
+            try:
+                self.ls.work_done_progress.end(token, T.WorkDoneProgressEnd(message=message))
+            except Exception:  # pragma: no cover
+                pass
+
+    def _clear_run_for(self, uri: str) -> None:
+        changed = False
+        for per_target in self.run_entries.values():
+            if per_target.pop(uri, None):
+                changed = True
+        if changed:
+            self.run_generation += 1
+            if self.unit_for(uri) is None:
+                self._publish_uri(uri, [], None)
+
+    def _publish_all_for(self, uri: str) -> None:
+        u = self.unit_for(uri)
+        if u is not None:
+            if self.pull and not u.notebook:
+                if self.refresh_support:
+                    self.ls.workspace_diagnostic_refresh(None)
+                return
+            self._publish_uri(uri, self.diagnostics_for(uri, u), u.result.version if u.result and not u.notebook
+                              else None)
+        else:
+            self._publish_uri(uri, self.diagnostics_for(uri, None), None)
+
+    def _lines_of(self, uri: str, path: str) -> list[str]:
+        doc = self._text_doc(uri)
+        if doc is not None and doc._source is not None:
+            return split_lines(doc._source)
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                return split_lines(fh.read())
+        except OSError:
+            return [""]
+
+    async def cmd_run_file(self, *args: Any) -> dict[str, Any]:
+        uri, opts = self._uri_arg(args, "gradguard.runFile")
+        path = _uri_path(uri)
+        if path is None:
+            raise JsonRpcException(f"gradguard.runFile: {uri} is not a file on disk (save it first)",
+                                   code=REQUEST_FAILED)
+        if not os.path.isfile(path):
+            raise JsonRpcException(f"gradguard.runFile: {path} does not exist", code=REQUEST_FAILED)
+        try:
+            from gradguard.runtime.api import run_script
+        except ImportError as e:
+            raise JsonRpcException(f"gradguard.runFile is not available: the runtime doctor is not installed ({e})",
+                                   code=REQUEST_FAILED) from e
+        script_args = [str(a) for a in opts.get("args", []) or []] if isinstance(opts.get("args", []), list) else []
+        timeout = opts.get("timeout", self.settings.run_timeout)
+        if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
+            timeout = self.settings.run_timeout
+        token = await self._progress_begin(f"gradguard: running {os.path.basename(path)}")
+        lines_seen = [0]
+
+        def on_output(chunk: Any) -> None:
+            text = chunk.decode("utf-8", "replace") if isinstance(chunk, bytes) else str(chunk)
+            for ln in text.splitlines():
+                lines_seen[0] += 1
+                self._send_log(T.MessageType.Log, f"[run {os.path.basename(path)}] {ln}")
+            self._progress_report(token, f"{lines_seen[0]} lines of output")
+
+        kwargs: dict[str, Any] = {}
+        try:
+            sig = inspect.signature(run_script)
+            names = set(sig.parameters)
+            has_var_kw = any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values())
+        except (TypeError, ValueError):
+            names, has_var_kw = set(), False
+        for key, value in (("args", script_args), ("argv", script_args), ("timeout", float(timeout)),
+                           ("on_output", on_output), ("cwd", os.path.dirname(path))):
+            if key in names or (has_var_kw and key in ("args", "timeout", "on_output")):
+                kwargs[key] = value
+        started = time.monotonic()
+        try:
+            result = await asyncio.get_running_loop().run_in_executor(None, lambda: run_script(path, **kwargs))
+        except Exception as e:
+            self._progress_end(token, "failed")
+            raise JsonRpcException(f"gradguard.runFile failed: {type(e).__name__}: {e}", code=REQUEST_FAILED) from e
+        if not isinstance(result, dict):
+            self._progress_end(token, "failed")
+            raise JsonRpcException("gradguard.runFile: the runtime returned no result", code=REQUEST_FAILED)
+        if not kwargs.get("on_output"):
+            for key in ("stdout", "stderr", "output"):
+                if isinstance(result.get(key), str):
+                    on_output(result[key])
+        entries_by_target = self._run_entries(uri, path, result.get("diagnostics") or [])
+        old = self.run_entries.pop(uri, {})
+        self.run_entries[uri] = entries_by_target
+        self.run_generation += 1
+        for target in set(old) | set(entries_by_target):
+            self._publish_all_for(target)
+        n = sum(len(v) for v in entries_by_target.values())
+        self._progress_end(token, f"{n} problem{'s' if n != 1 else ''} found in {time.monotonic() - started:.1f}s")
+        return {"ok": bool(result.get("ok", n == 0)), "diagnostics": n,
+                "culprits": result.get("culprits", []), "saved_by": result.get("saved_by", []),
+                "returncode": result.get("returncode")}
+
+    def _run_entries(self, script_uri: str, script_path: str, diags: list[Any]) -> dict[str, list[Entry]]:
+        out: dict[str, list[Entry]] = {}
+        mappers: dict[str, tuple[str, Mapper]] = {}
+        for d in diags:
+            try:
+                p = str(d.get("path") or script_path)
+                f = Finding(
+                    path=p, line=int(d["line"]), column=int(d.get("column", 1)),
+                    end_line=int(d.get("end_line", d["line"])), end_column=int(d.get("end_column", 0)) or 10_000,
+                    code=str(d.get("code", "GG100")), message=str(d.get("message", "")),
+                    severity=str(d.get("severity", "error")),
+                    related=[Related(str(r.get("path") or p), int(r["line"]), int(r.get("column", 1)),
+                                     str(r.get("message", "")), int(r.get("end_line", 0) or 0),
+                                     int(r.get("end_column", 0) or 0))
+                             for r in d.get("related", []) or []],
+                )
+            except (KeyError, TypeError, ValueError, AttributeError) as e:
+                self.log_warning(f"gradguard.runFile: skipped a malformed diagnostic ({e})")
+                continue
+            if p not in mappers:
+                target = script_uri if os.path.abspath(p) == os.path.abspath(script_path) else (from_fs_path(p) or p)
+                mappers[p] = (target, Mapper.single(target, self._lines_of(target, p), self.encoding))
+            target, mapper = mappers[p]
+            entry = to_entry(f, mapper, None, source=RUN_SOURCE)
+            if entry is not None:
+                out.setdefault(entry.uri, []).append(entry)
+        return out
+
+    async def cmd_clear_run(self, *args: Any) -> dict[str, Any]:
+        targets: set[str] = set()
+        if args and isinstance(args[0], str):
+            targets.add(args[0])
+        else:
+            for per in self.run_entries.values():
+                targets.update(per)
+        for t in targets:
+            self._clear_run_for(t)
+            self._publish_all_for(t)
+        return {"cleared": len(targets)}
+
+    async def cmd_check_workspace(self, *args: Any) -> dict[str, Any]:
+        try:
+            folders = [f for f in (to_fs_path(w.uri) for w in self.ls.workspace.folders.values()) if f]
+            if not folders and self.ls.workspace.root_path:
+                folders = [self.ls.workspace.root_path]
+        except RuntimeError:
+            folders = []
+        if not folders:
+            raise JsonRpcException("gradguard.checkWorkspace: no workspace folder", code=REQUEST_FAILED)
+        token = await self._progress_begin("gradguard: checking the workspace")
+        from gradguard.api import check_source
+        from gradguard.files import iter_python_files
+
+        def work() -> list[tuple[str, list[Entry]]]:
+            config0, _ = self._config_for(os.path.join(folders[0], "x.py"))
+            files = list(iter_python_files(folders, config0))
+            out = []
+            for i, p in enumerate(files):
+                uri = from_fs_path(p) or p
+                if self.unit_for(uri) is not None:
+                    continue
+                self._progress_report(token, os.path.relpath(p, folders[0]), int(100 * i / max(len(files), 1)))
+                try:
+                    with open(p, "rb") as fh:
+                        data = fh.read()
+                    config, root = self._config_for(p)
+                    if excluded(p, config, root):
+                        continue
+                    findings = check_source(data, p, config, fixes=True)
+                    text = data.decode("utf-8", "replace")
+                    mapper = Mapper.single(uri, split_lines(text), self.encoding)
+                    out.append((uri, [e for e in (to_entry(f, mapper, None) for f in findings) if e]))
+                except Exception as e:
+                    self.log_error(f"gradguard: internal error while checking {p}: {e}")
+            return out
+
+        results = await asyncio.get_running_loop().run_in_executor(self.pool, work)
+        n = 0
+        for uri, entries in results:
+            n += len(entries)
+            self._publish_uri(uri, [e.diagnostic for e in entries], None)
+        self._progress_end(token, f"{n} problems in {len(results)} files")
+        return {"files": len(results), "findings": n}
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def build_server() -> GradguardLanguageServer:
+    ls = GradguardLanguageServer(
+        "gradguard", __version__,
+        text_document_sync_kind=T.TextDocumentSyncKind.Incremental,
+        notebook_document_sync=T.NotebookDocumentSyncOptions(
+            notebook_selector=[T.NotebookDocumentFilterWithCells(
+                notebook="*", cells=[T.NotebookCellLanguage(language="python")])],
+            save=True),
+        protocol_cls=GradguardProtocol,
+        max_workers=4,
+    )
+    c = Controller(ls)
+    ls.controller = c
+
+    def plain(fn: Callable[..., Any]) -> Callable[..., Any]:
+        # pygls tags handlers with attributes, which bound methods cannot carry: wrap them.
+        if asyncio.iscoroutinefunction(fn):
+            async def ahandler(*args: Any) -> Any:
+                return await fn(*args)
+            return ahandler
+
+        def handler(*args: Any) -> Any:
+            return fn(*args)
+        return handler
+
+    def reg(method: str, fn: Callable[..., Any], options: Any = None) -> None:
+        ls.feature(method, options)(plain(fn))
+
+    reg(T.INITIALIZE, c.on_initialize)
+    reg(T.INITIALIZED, c.on_initialized)
+    reg(T.SHUTDOWN, c.on_shutdown)
+    reg(T.TEXT_DOCUMENT_DID_OPEN, c.on_did_open)
+    reg(T.TEXT_DOCUMENT_DID_CHANGE, c.on_did_change)
+    reg(T.TEXT_DOCUMENT_DID_SAVE, c.on_did_save, T.SaveOptions(include_text=False))
+    reg(T.TEXT_DOCUMENT_DID_CLOSE, c.on_did_close)
+    reg(T.NOTEBOOK_DOCUMENT_DID_OPEN, c.on_notebook_open)
+    reg(T.NOTEBOOK_DOCUMENT_DID_CHANGE, c.on_notebook_change)
+    reg(T.NOTEBOOK_DOCUMENT_DID_SAVE, c.on_notebook_save)
+    reg(T.NOTEBOOK_DOCUMENT_DID_CLOSE, c.on_notebook_close)
+    reg(T.TEXT_DOCUMENT_DIAGNOSTIC, c.on_pull,
+        T.DiagnosticOptions(identifier="gradguard", inter_file_dependencies=False, workspace_diagnostics=False))
+    reg(T.TEXT_DOCUMENT_CODE_ACTION, c.on_code_action,
+        T.CodeActionOptions(code_action_kinds=[T.CodeActionKind.QuickFix, FIX_ALL_KIND], resolve_provider=False))
+    reg(T.TEXT_DOCUMENT_HOVER, c.on_hover)
+    reg(T.WORKSPACE_DID_CHANGE_CONFIGURATION, c.on_did_change_configuration)
+    reg(T.WORKSPACE_DID_CHANGE_WATCHED_FILES, c.on_did_change_watched_files)
+    ls.command("gradguard.fixAll")(plain(c.cmd_fix_all))
+    ls.command("gradguard.runFile")(plain(c.cmd_run_file))
+    ls.command("gradguard.showKnowledge")(plain(c.cmd_show_knowledge))
+    ls.command("gradguard.checkWorkspace")(plain(c.cmd_check_workspace))
+    ls.command("gradguard.clearRunDiagnostics")(plain(c.cmd_clear_run))
+    return ls
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="gradguard lsp", description="Start the gradguard language server.")
+    p.add_argument("--stdio", action="store_true", help="talk LSP over stdin/stdout (the default)")
+    p.add_argument("--tcp", metavar="HOST:PORT", help="listen on a TCP socket instead of stdio")
+    p.add_argument("--log-file", help="append the server log to this file")
+    p.add_argument("--log-level", choices=["error", "warning", "info", "debug"], default=None)
+    args = p.parse_args(list(sys.argv[1:] if argv is None else argv))
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+                        format="gradguard-lsp %(levelname)s %(name)s: %(message)s")
+    ls = build_server()
+    c = ls.controller
+    overrides: dict[str, Any] = {}
+    if args.log_file:
+        overrides["logFile"] = args.log_file
+    if args.log_level:
+        overrides["logLevel"] = args.log_level
+    c.settings, _ = parse_settings(overrides, c.settings)
+    c.configure_logging()
+    if args.tcp:
+        host, _, port = args.tcp.rpartition(":")
+        try:
+            port_n = int(port)
+        except ValueError:
+            print(f"gradguard lsp: --tcp expects HOST:PORT, got {args.tcp!r}", file=sys.stderr)
+            return 2
+        ls.start_tcp(host or "127.0.0.1", port_n)
+        return 0
+    # Anything the analyzer (or a library) prints must not corrupt the protocol stream.
+    stdout = sys.stdout.buffer
+    sys.stdout = sys.stderr
+    ls.start_io(sys.stdin.buffer, stdout)
+    return 0
