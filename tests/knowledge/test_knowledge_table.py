@@ -440,3 +440,14 @@ def test_data_shares_storage_not_version(raw: dict[str, Any]) -> None:
     v = d._version
     x.add_(1)
     assert d._version == v and _ptr(d) == _ptr(x)
+
+
+@pytest.mark.torch
+def test_batchnorm_running_stats_change_without_version_bump(raw: dict[str, Any]) -> None:
+    e = raw["ops"]["torch.nn.BatchNorm2d"]
+    assert e["writes_without_version_bump"] == ["self.running_mean", "self.running_var"]
+    m = nn.BatchNorm2d(3)
+    v = m.running_mean._version
+    before = m.running_mean.clone()
+    m(torch.randn(2, 3, 4, 4))
+    assert m.running_mean._version == v and not torch.equal(before, m.running_mean)

@@ -85,6 +85,8 @@ def probe_spec(spec: Spec) -> dict[str, Any]:
         entry["source"] = "failed"
         return entry
     mutated = set(base.mutated)
+    if base.silent:
+        entry["writes_without_version_bump"] = sorted(base.silent)
     saves: dict[str, list[str]] = {}
     saves_output: list[str] = []
     out_idx: set[int] = set()

@@ -43,6 +43,7 @@ class RunResult:
     internal: int = 0  # saved tensors that are none of the above (buffers like mean/rstd, masks)
     mutated: set[str] = field(default_factory=set)
     casts: set[str] = field(default_factory=set)  # autocast: args whose bf16 copy was saved
+    silent: set[str] = field(default_factory=set)  # data changed, version counter did not (BN running stats)
     output: Any = None
     named: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
@@ -183,6 +184,7 @@ def run(
         return t
 
     before = _versions(call)
+    snapshot = [(n, c.detach().clone()) for n, c in _candidates(call)] if not sources else []
     res = RunResult(named=call.named)
     ctx = torch.autocast("cpu", dtype=torch.bfloat16) if autocast else contextlib.nullcontext()
     try:
@@ -196,6 +198,14 @@ def run(
     for name, vs in after.items():
         if vs != before.get(name):
             res.mutated.add(name)
+    for (name, old), (_, now) in zip(snapshot, _candidates(call)):
+        if name in res.mutated or old.shape != now.shape or old.dtype != now.dtype:
+            continue
+        same = torch.equal(old, now.detach()) or (
+            old.is_floating_point() and torch.allclose(old, now.detach(), rtol=0, atol=0, equal_nan=True)
+        )
+        if not same:
+            res.silent.add(name)
     outs = flatten_tensors(out)
     cands = list(_candidates(call))
     for t, ver in packed:

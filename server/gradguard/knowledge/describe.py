@@ -76,6 +76,11 @@ def _text(info: OpInfo, raw: dict[str, Any], kb: Knowledge) -> str:
             lines.append(f"  out-of-place form: {info.out_of_place}")
     if raw.get("mutates_grad"):
         lines.append(f"  writes into the .grad of {', '.join(raw['mutates_grad'])} (not their data)")
+    if raw.get("writes_without_version_bump"):
+        lines.append(
+            "  changes the data of " + ", ".join(raw["writes_without_version_bump"])
+            + " without bumping the version counter (autograd does not notice)"
+        )
     if raw.get("mutates_state"):
         lines.append(f"  updates module state in place: {', '.join(raw['mutates_state'])}")
     if info.view_of:

@@ -42,7 +42,11 @@ def main(output: str | None = None, check: bool = False) -> int:
     except ImportError:
         print("gradguard knowledge --regenerate needs torch installed", file=sys.stderr)
         return 2
+    import time
+
+    t0 = time.perf_counter()
     data = build_table()
+    elapsed = time.perf_counter() - t0
     text = _dump(data)
     if check:
         path = output or TABLE_PATH
@@ -77,7 +81,7 @@ def main(output: str | None = None, check: bool = False) -> int:
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
     os.replace(tmp, path)
-    print(f"wrote {path}: {len(data['ops'])} callables from torch {data['torch_version']}")
+    print(f"wrote {path}: {len(data['ops'])} callables from torch {data['torch_version']} (probed in {elapsed:.1f} s)")
     return 0
 
 
