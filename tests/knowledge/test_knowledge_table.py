@@ -206,13 +206,14 @@ def test_sigmoid_exp_tanh_save_output(kb: Knowledge, fn: str) -> None:
 
 
 @pytest.mark.torch
-def test_mul_conditional_both_ways(kb: Knowledge) -> None:
+def test_mul_conditional_both_ways(kb: Knowledge, raw: dict[str, Any]) -> None:
     for name in ("operator.mul", "Tensor.mul"):
         info = kb.get(name)
         assert info is not None and info.saves == {"self": ("other",), "other": ("self",)}, name
         assert info.saved_args({"self": True}) == ["other"]
         assert info.saved_args({"other": True}) == ["self"]
     assert kb.get("torch.mul").saves == {"input": ("other",), "other": ("input",)}  # type: ignore[union-attr]
+    assert raw["ops"]["operator.mul"]["when_number"]["other"] == {"saves": {}, "saves_output": []}
     a = torch.randn(4, 6, requires_grad=True)
     b = torch.randn(4, 6)
     _, packed = saved_storages(lambda: a * b)
@@ -422,7 +423,7 @@ def test_rnn_modules(kb: Knowledge) -> None:
 def test_pow_with_number_exponent_saves_input_only(raw: dict[str, Any]) -> None:
     e = raw["ops"]["Tensor.pow"]
     assert e["saves_output"]  # tensor exponent: the result is saved too
-    assert e["when_number"]["exponent"] == {"saves": {"self": ["self"]}, "saves_output": []}
+    assert e["when_number"]["exponent"] == {"saves": {"self": ["self"]}, "saves_output": [], "differs": True}
     x = nonleaf(4)
     y, packed = saved_storages(lambda: x.pow(2))
     assert ptrs(packed) == {_ptr(x)} and _ptr(y) not in ptrs(packed)

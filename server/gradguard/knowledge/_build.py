@@ -203,11 +203,13 @@ def _saves_with(spec: Spec, arg_names: list[str], sources: list[str]) -> tuple[d
 def _number_variants(
     spec: Spec, arg_names: list[str], float_args: list[str], saves: dict[str, list[str]], saves_output: list[str]
 ) -> dict[str, Any]:
-    """What is saved when a tensor argument is a Python number instead (``x.pow(2)`` vs ``x.pow(t)``),
-    recorded only where that differs from the tensor case with that argument left out."""
+    """What is saved when a tensor argument is a Python number instead (``x * 2``, ``x.pow(2)``), measured.
+
+    ``differs`` marks the cases that cannot be read off the tensor case by dropping that argument
+    (``x.pow(t)`` saves the result, ``x.pow(2)`` does not)."""
     out: dict[str, Any] = {}
-    for arg in float_args[1:]:
-        if arg not in arg_names:
+    for arg in float_args:
+        if arg not in arg_names or (arg == "self" and spec.kind == "method"):
             continue
         i = arg_names.index(arg)
         inputs = spec.inputs
@@ -228,8 +230,9 @@ def _number_variants(
             [c for c in saves_output if c != arg],
         )
         want = ({k: v for k, v in want[0].items() if v}, want[1])
+        out[arg] = {"saves": got[0], "saves_output": got[1]}
         if got != want:
-            out[arg] = {"saves": got[0], "saves_output": got[1]}
+            out[arg]["differs"] = True  # not what the tensor case says with `arg` left out (pow)
     return out
 
 
