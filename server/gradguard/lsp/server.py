@@ -157,6 +157,7 @@ class Controller:
         self._logged: set[str] = set()
         self._tokens = itertools.count(1)
         self._lock = threading.Lock()
+        self.cancel_runs = threading.Event()  # set at shutdown: stops scripts started by gradguard.runFile
 
     # ----------------------------------------------------------------------------------------------- logging
     def _send_log(self, level: T.MessageType, message: str) -> None:
@@ -253,6 +254,7 @@ class Controller:
                       f"(position encoding {self.encoding}, {'pull' if self.pull else 'push'} diagnostics)")
 
     def on_shutdown(self, params: Any) -> None:
+        self.cancel_runs.set()
         for u in self.units.values():
             if u.task is not None:
                 u.task.cancel()
@@ -706,7 +708,8 @@ class Controller:
             return describe(load(), name)
 
         text = await asyncio.get_running_loop().run_in_executor(self.pool, work)
-        return {"name": name, "markdown": text}
+        md = None if text is None else f"```text\n{text.rstrip()}\n```\n"
+        return {"name": name, "text": text, "markdown": md}
 
     async def _progress_begin(self, title: str) -> str | None:
         if not self.progress_support:
@@ -801,14 +804,12 @@ class Controller:
 
         kwargs: dict[str, Any] = {}
         try:
-            sig = inspect.signature(run_script)
-            names = set(sig.parameters)
-            has_var_kw = any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values())
+            params = inspect.signature(run_script).parameters
         except (TypeError, ValueError):
-            names, has_var_kw = set(), False
-        for key, value in (("args", script_args), ("argv", script_args), ("timeout", float(timeout)),
-                           ("on_output", on_output), ("cwd", os.path.dirname(path))):
-            if key in names or (has_var_kw and key in ("args", "timeout", "on_output")):
+            params = {}  # type: ignore[assignment]
+        for key, value in (("args", script_args), ("timeout", float(timeout)), ("on_output", on_output),
+                           ("cwd", os.path.dirname(path)), ("cancel", self.cancel_runs)):
+            if key in params:
                 kwargs[key] = value
         started = time.monotonic()
         try:
@@ -819,10 +820,10 @@ class Controller:
         if not isinstance(result, dict):
             self._progress_end(token, "failed")
             raise JsonRpcException("gradguard.runFile: the runtime returned no result", code=REQUEST_FAILED)
-        if not kwargs.get("on_output"):
-            for key in ("stdout", "stderr", "output"):
-                if isinstance(result.get(key), str):
-                    on_output(result[key])
+        err = result.get("error")
+        if isinstance(err, dict) and err.get("message"):
+            self._send_log(T.MessageType.Info if result.get("status") == "clean" else T.MessageType.Warning,
+                           f"[run {os.path.basename(path)}] {err.get('type', 'error')}: {err['message']}")
         entries_by_target = self._run_entries(uri, path, result.get("diagnostics") or [])
         old = self.run_entries.pop(uri, {})
         self.run_entries[uri] = entries_by_target
@@ -830,10 +831,10 @@ class Controller:
         for target in set(old) | set(entries_by_target):
             self._publish_all_for(target)
         n = sum(len(v) for v in entries_by_target.values())
-        self._progress_end(token, f"{n} problem{'s' if n != 1 else ''} found in {time.monotonic() - started:.1f}s")
-        return {"ok": bool(result.get("ok", n == 0)), "diagnostics": n,
-                "culprits": result.get("culprits", []), "saved_by": result.get("saved_by", []),
-                "returncode": result.get("returncode")}
+        self._progress_end(token, f"{result.get('status', 'done')}: {n} problem{'s' if n != 1 else ''} "
+                                  f"({time.monotonic() - started:.1f} s)")
+        return {"status": result.get("status"), "exit_code": result.get("exit_code"), "error": err,
+                "diagnostics": n, "culprits": result.get("culprits", []), "saved_by": result.get("saved_by", [])}
 
     def _run_entries(self, script_uri: str, script_path: str, diags: list[Any]) -> dict[str, list[Entry]]:
         out: dict[str, list[Entry]] = {}
@@ -847,8 +848,8 @@ class Controller:
                     code=str(d.get("code", "GG100")), message=str(d.get("message", "")),
                     severity=str(d.get("severity", "error")),
                     related=[Related(str(r.get("path") or p), int(r["line"]), int(r.get("column", 1)),
-                                     str(r.get("message", "")), int(r.get("end_line", 0) or 0),
-                                     int(r.get("end_column", 0) or 0))
+                                     str(r.get("message", "")), int(r.get("end_line", 0) or r["line"]),
+                                     int(r.get("end_column", 0) or 10_000))
                              for r in d.get("related", []) or []],
                 )
             except (KeyError, TypeError, ValueError, AttributeError) as e:

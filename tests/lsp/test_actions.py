@@ -1,0 +1,96 @@
+"""Code actions (quick fixes, suppress, fix-all), hover, and the fixAll command, over stdio."""
+
+from __future__ import annotations
+
+import pytest
+from gradguard.fixes import apply_edits
+from gradguard.model import Edit
+from lsp_helpers import GG101_SRC, codes, full_change, needs_analyzer, open_doc, session, wait_published
+from lsprotocol import types as T
+
+pytestmark = [pytest.mark.asyncio, needs_analyzer]
+
+
+def apply_lsp(text: str, edits: list[T.TextEdit]) -> str:
+    """Apply LSP edits (ASCII text here, so UTF-16 units == characters)."""
+    return apply_edits(text, [Edit(e.range.start.line + 1, e.range.start.character + 1, e.range.end.line + 1,
+                                   e.range.end.character + 1, e.new_text) for e in edits])
+
+
+async def actions(c, uri, rng, diags, only=None):
+    return await c.text_document_code_action_async(T.CodeActionParams(
+        text_document=T.TextDocumentIdentifier(uri=uri), range=rng,
+        context=T.CodeActionContext(diagnostics=list(diags), only=only)))
+
+
+async def test_quickfixes_and_suppress(tmp_path):
+    async with session() as c:
+        uri = (tmp_path / "m.py").as_uri()
+        open_doc(c, uri, GG101_SRC)
+        p = await wait_published(c, uri)
+        (d,) = p.diagnostics
+        acts = await actions(c, uri, d.range, [d])
+        quick = [a for a in acts if a.kind == T.CodeActionKind.QuickFix]
+        assert len(quick) == len(d.data["fixes"]) >= 2
+        assert [a.title for a in quick] == [f["title"] for f in d.data["fixes"]]
+        preferred = [a for a in quick if a.is_preferred]
+        assert len(preferred) == 1 and preferred[0].title == next(f["title"] for f in d.data["fixes"] if f["preferred"])
+        assert all(a.diagnostics and a.diagnostics[0].code == "GG101" for a in quick)
+        suppress = next(a for a in quick if a.title == "Suppress GG101 on this line")
+        fixed = apply_lsp(GG101_SRC, suppress.edit.changes[uri])
+        assert fixed.splitlines()[3] == "y += 1  # noqa: GG101"
+        n = len(c.published)
+        full_change(c, uri, fixed, 2)
+        p2 = await wait_published(c, uri, n, lambda p: p.version == 2)
+        assert p2.diagnostics == ()
+        # the preferred fix really removes the hazard
+        full_change(c, uri, GG101_SRC, 3)
+        await wait_published(c, uri, n, lambda p: p.version == 3)
+        after = apply_lsp(GG101_SRC, preferred[0].edit.changes[uri])
+        full_change(c, uri, after, 4)
+        p4 = await wait_published(c, uri, n, lambda p: p.version == 4)
+        assert p4.diagnostics == ()
+
+
+async def test_fix_all_source_action_and_command(tmp_path):
+    src = GG101_SRC + "z = x.sigmoid()\nz.mul_(2)\nz.sum().backward()\n"
+    async with session() as c:
+        uri = (tmp_path / "m.py").as_uri()
+        open_doc(c, uri, src)
+        p = await wait_published(c, uri)
+        assert codes(p.diagnostics) == ["GG101", "GG101"]
+        whole = T.Range(start=T.Position(line=0, character=0), end=T.Position(line=0, character=0))
+        acts = await actions(c, uri, whole, [], only=["source.fixAll"])
+        assert [a.kind for a in acts] == ["source.fixAll.gradguard"]
+        fixed = apply_lsp(src, acts[0].edit.changes[uri])
+        assert "# noqa" not in fixed
+        from gradguard.api import check_source
+
+        assert check_source(fixed, "m.py") == []
+        # lightbulb requests (no `only`) at the flagged line also offer it; `only: quickfix` does not
+        acts = await actions(c, uri, p.diagnostics[0].range, [p.diagnostics[0]], only=[T.CodeActionKind.QuickFix])
+        assert all(a.kind == "quickfix" for a in acts)
+        # the command applies the same edit through workspace/applyEdit
+        res = await c.workspace_execute_command_async(T.ExecuteCommandParams(
+            command="gradguard.fixAll", arguments=[uri]))
+        assert res == {"applied": 2}
+        (applied,) = c.applied_edits
+        assert apply_lsp(src, applied.edit.changes[uri]) == fixed
+
+
+async def test_hover_explains_this_case(tmp_path):
+    async with session() as c:
+        uri = (tmp_path / "m.py").as_uri()
+        open_doc(c, uri, GG101_SRC)
+        await wait_published(c, uri)
+        h = await c.text_document_hover_async(T.HoverParams(
+            text_document=T.TextDocumentIdentifier(uri=uri), position=T.Position(line=3, character=2)))
+        md = h.contents.value
+        assert h.contents.kind == T.MarkupKind.Markdown
+        assert "GG101" in md and "line 3" in md and "exp" in md and "`y = x.exp()`" in md
+        assert "in place" in md and "backward" in md
+        assert "Before:" in md and "y += 1" in md and "After:" in md and "y = y + 1" in md
+        assert "docs/rules/GG101.md" in md
+        none = await c.text_document_hover_async(T.HoverParams(
+            text_document=T.TextDocumentIdentifier(uri=uri), position=T.Position(line=0, character=2)))
+        assert none is None

@@ -1,0 +1,93 @@
+"""workspace/executeCommand: runFile (runtime doctor), showKnowledge, checkWorkspace (with $/progress)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+from lsp_helpers import GG101_SRC, codes, full_change, needs_analyzer, open_doc, session, wait_for, wait_published
+from lsprotocol import types as T
+from pygls.exceptions import JsonRpcException
+
+pytestmark = pytest.mark.asyncio
+
+HAS_RUNTIME = importlib.util.find_spec("gradguard.runtime.api") is not None
+HAS_DESCRIBE = importlib.util.find_spec("gradguard.knowledge.describe") is not None
+
+
+async def run(c, command, *args):
+    return await c.workspace_execute_command_async(T.ExecuteCommandParams(command=command, arguments=list(args)))
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+async def test_run_file_publishes_runtime_diagnostics(tmp_path):
+    script = tmp_path / "fails.py"
+    script.write_text(GG101_SRC.replace("y += 1\n", "y += 1\nprint('hello from the script')\n"))
+    uri = script.as_uri()
+    async with session(init={"runTimeout": 120}) as c:
+        if not HAS_RUNTIME:
+            with pytest.raises(JsonRpcException, match="not available"):
+                await run(c, "gradguard.runFile", uri)
+            return
+        open_doc(c, uri, script.read_text())
+        await wait_published(c, uri)
+        n = len(c.published)
+        res = await run(c, "gradguard.runFile", {"uri": uri})
+        assert res["status"] == "error" and res["diagnostics"] == 1
+        assert res["culprits"][0]["line"] == 4 and res["saved_by"][0]["line"] == 3
+        p = await wait_published(c, uri, n, lambda p: any(d.source == "gradguard-run" for d in p.diagnostics))
+        run_d = next(d for d in p.diagnostics if d.source == "gradguard-run")
+        assert run_d.code == "GG101" and run_d.range.start.line == 3
+        saved = [r for r in run_d.related_information if r.location.range.start.line == 2]
+        assert saved and "exp" in saved[0].message
+        # the static diagnostic is still there next to it
+        assert "gradguard" in {d.source for d in p.diagnostics}
+        # output streamed as window/logMessage, progress begin/end reported
+        assert any("hello from the script" in m.message for m in c.log_messages)
+        kinds = [v.kind for reports in c.progress_reports.values() for v in reports]
+        assert kinds and kinds[0] == "begin" and kinds[-1] == "end"
+        # they stay until the file changes
+        n = len(c.published)
+        full_change(c, uri, script.read_text() + "# edited\n", 2)
+        p = await wait_published(c, uri, n, lambda p: p.version == 2)
+        assert [d.source for d in p.diagnostics] == ["gradguard"]
+
+
+async def test_run_file_errors_are_clear(tmp_path):
+    async with session() as c:
+        with pytest.raises(JsonRpcException, match=r"does not exist|not available"):
+            await run(c, "gradguard.runFile", (tmp_path / "missing.py").as_uri())
+        with pytest.raises(JsonRpcException, match=r"not a file on disk|not available"):
+            await run(c, "gradguard.runFile", "untitled:Untitled-1")
+        with pytest.raises(JsonRpcException, match="expected"):
+            await run(c, "gradguard.runFile", 42)
+
+
+async def test_show_knowledge(tmp_path):
+    async with session() as c:
+        if not HAS_DESCRIBE:
+            with pytest.raises(JsonRpcException, match="not available"):
+                await run(c, "gradguard.showKnowledge", "torch.exp")
+            return
+        res = await run(c, "gradguard.showKnowledge", "torch.exp")
+        assert res["name"] == "torch.exp" and "saves the output" in res["text"]
+        assert res["markdown"].startswith("```")
+        missing = await run(c, "gradguard.showKnowledge", "not.a.callable")
+        assert missing["markdown"] is None
+        with pytest.raises(JsonRpcException, match="expected a callable name"):
+            await run(c, "gradguard.showKnowledge")
+
+
+@needs_analyzer
+async def test_check_workspace_with_progress(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "bad.py").write_text(GG101_SRC)
+    (tmp_path / "good.py").write_text("x = 1\n")
+    async with session(root=tmp_path) as c:
+        res = await run(c, "gradguard.checkWorkspace")
+        assert res == {"files": 2, "findings": 1}
+        bad = (tmp_path / "pkg" / "bad.py").as_uri()
+        await wait_for(lambda: codes(c.diagnostics.get(bad, ())) == ["GG101"], what="workspace diagnostics")
+        (reports,) = c.progress_reports.values()
+        assert reports[0].kind == "begin" and reports[-1].kind == "end"
