@@ -296,7 +296,6 @@ def _fn_specs() -> list[Spec]:
         fn("torch.full_like", torch.full_like, _in(p46, 1.0), aten="full_like"),
         fn("torch.empty_like", torch.empty_like, _in(p46), aten="empty_like"),
         fn("torch.multinomial", torch.multinomial, _in(p46, 2), aten="multinomial"),
-        fn("torch.softmax[dtype]", torch.softmax, _in(p46, 1, torch.float64), aten="softmax"),
     ]
     return out
 
