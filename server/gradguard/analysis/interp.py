@@ -10,6 +10,8 @@ which op saved it for backward; an in-place op on a storage with live saves is a
 from __future__ import annotations
 
 import ast
+import dataclasses
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -139,6 +141,7 @@ class Analyzer:
         self.active_loops: list[ast.AST] = []
         self.alias_stmt: dict[Site, Site] = {}
         self._ng_only: set[int] | None = None
+        self._graph_file: bool | None = None
 
     # ------------------------------------------------------------------ driver
     def run(self) -> list[Hazard]:
@@ -155,6 +158,24 @@ class Analyzer:
             except Budget:
                 continue
         return sorted(self.hazards.values(), key=lambda h: (h.site.line, h.site.col))
+
+    def module_like(self, cls: ClassInfo) -> bool:
+        """An nn.Module (or autograd.Function): a torch base, or a `forward` of its own or of a local base."""
+        for c in cls.mro():
+            if "forward" in c.methods:
+                return True
+            for b in c.bases:
+                if isinstance(b, Ref) and b.qual.startswith("torch."):
+                    return True
+        return False
+
+    @property
+    def graph_file(self) -> bool:
+        """Does this file build or train autograd graphs (modules, Functions, backward, parameters, optimizers)?"""
+        if self._graph_file is None:
+            self._graph_file = any(self.module_like(c) for c in self.classes) or any(
+                k in ln for ln in self.lines for k in _GRAPH_MARKERS)
+        return self._graph_file
 
     def ng_only(self, fi: FuncInfo) -> bool:
         if self._ng_only is None:
@@ -183,14 +204,18 @@ class Analyzer:
                 self_obj = self.default_instance(fi.cls) if node.name != "__init__" else Obj("local", fi.cls.name, fi.cls)
                 env[first] = self_obj
             params = params[1:]
-        module_like = fi.cls is not None and bool(fi.cls.torch_bases() or any(
-            isinstance(b, ClassV) and b.info.torch_bases() for b in fi.cls.bases))
+        module_like = fi.cls is not None and self.module_like(fi.cls)
         tensor_params = module_like and node.name in ("forward", "backward")
-        # Methods of plain classes (datasets, transforms, samplers, optimizers) handle data, not graph tensors.
-        param_rg = NO if fi.cls is not None and not module_like else MAYBE
+        # Methods of plain classes (datasets, transforms, samplers, optimizers) handle data, not graph tensors;
+        # so do free functions of a file with no graph in sight (no module, Function, backward, Parameter).
+        if fi.cls is not None:
+            param_rg = MAYBE if module_like else NO
+        else:
+            param_rg = MAYBE if self.graph_file else NO
         for p in params + list(args.kwonlyargs):
             is_tensor = tensor_params or _annotated_tensor(p.annotation)
-            env[p.arg] = defaults.get(p.arg) or fresh(p.arg, rg=param_rg, maybe_tensor=not is_tensor)
+            rg = NO if _INT_NAME.search(p.arg) else param_rg  # token ids, labels, masks, indices: integer tensors
+            env[p.arg] = defaults.get(p.arg) or fresh(p.arg, rg=rg, maybe_tensor=not is_tensor)
         if args.vararg:
             env[args.vararg.arg] = Seq(None, UNKNOWN, "tuple")
         if args.kwarg:
@@ -402,6 +427,19 @@ class Analyzer:
                     self.assign(e, v.items[i], st, fr, stmt)
                 else:
                     self.assign(e, self.elem(v, stmt), st, fr, stmt)
+        elif isinstance(t, ast.Attribute) and t.attr == "requires_grad":
+            cur = self.ev(t.value, st, fr)
+            if isinstance(cur, T) and isinstance(v, Const) and v.known:
+                new = cur.with_(rg=YES if v.value else NO)
+                if isinstance(t.value, ast.Name):
+                    st.env[t.value.id] = new
+                elif isinstance(t.value, ast.Attribute):
+                    owner = self.ev(t.value.value, st, fr)
+                    if isinstance(owner, Obj):
+                        if t.value.attr in owner.params:
+                            owner.params[t.value.attr] = new
+                        else:
+                            owner.attrs[t.value.attr] = new
         elif isinstance(t, ast.Attribute):
             obj = self.ev(t.value, st, fr)
             if isinstance(obj, Obj):
@@ -411,7 +449,7 @@ class Analyzer:
         elif isinstance(t, ast.Subscript):
             base = self.ev(t.value, st, fr)
             self.ev(t.slice, st, fr)
-            if isinstance(base, T):
+            if isinstance(base, T) and not base.maybe_tensor:
                 info = self.kb.get("operator.setitem")
                 tgt = self.text(t.value)
                 extra = (("target_span", Site.of(t)), ("base_span", Site.of(t.value)))
@@ -554,7 +592,7 @@ class Analyzer:
                     out = join_states(out, c)
                 loop.continues.clear()
                 exits = join_states(exits, out)
-                cur = join_states(cur, out) if out is not None else None
+                cur = out  # the next iteration sees this one's state
         finally:
             fr.loops.pop()
             self.active_loops.pop()
@@ -822,6 +860,8 @@ class Analyzer:
     def e_Subscript(self, n: ast.Subscript, st: State, fr: Frame) -> Val:
         base = self.ev(n.value, st, fr)
         idx = self.ev(n.slice, st, fr)
+        if isinstance(base, T) and base.maybe_tensor:
+            return fresh("element", rg=base.rg, maybe_tensor=True)
         if isinstance(base, T):
             if self._advanced_index(n.slice, idx):
                 out = self.new_tensor([base], st, "index")
@@ -1291,6 +1331,9 @@ class Analyzer:
                 display = f"{display}(inplace=True)"
                 info = var
                 bound = self.bind(info, pos, kw)
+        for arg, (wsaves, wout) in info.when_number.items():
+            if arg in bound and not isinstance(bound[arg], T):
+                info = dataclasses.replace(info, saves=wsaves, saves_output=wout)
         if info.train_only:
             drop_p = bound.get("p", module.cfg.get("p") if module is not None else None)
             if isinstance(drop_p, Const) and drop_p.known and drop_p.value == 0:
@@ -1299,7 +1342,7 @@ class Analyzer:
             if module is not None:
                 if module.training is False:
                     return self._first_tensor(info, bound)
-            elif _is_false(training):
+            elif _is_false(training) or (training is None and info.train_kwarg_default is False):
                 return self._first_tensor(info, bound)
         if module is not None:
             for a in info.saves:
@@ -1412,8 +1455,10 @@ class Analyzer:
                 return Seq(None, vt, "tuple")
             res = vt
         else:
+            # Many ops return tuples (topk, sort, max(dim), lstm): unpacking an op's result yields its outputs,
+            # not views of one tensor (that is what iterating a view or a factory tensor gives).
             res = T(frozenset({Storage(display)}), rg=MAYBE if only_maybe else out_rg, prov=prov, origin=display,
-                    maybe_tuple=module is not None, maybe_tensor=only_maybe)
+                    maybe_tuple=True, maybe_tensor=only_maybe)
             if only_maybe:
                 return res
         if grad_on and any_rg and info.saves_output and info.output_saved(rgmap) and isinstance(res, T):
@@ -1878,6 +1923,8 @@ class Analyzer:
 
 
 _NG_NAMES = ("no_grad", "inference_mode")
+_GRAPH_MARKERS = (".backward(", "requires_grad", "Parameter(", "torch.optim", "autograd", "nn.Module", "forward(")
+_INT_NAME = re.compile(r"(^|_)(ids|labels?|mask|masks|indices|index|idx|positions?)$")
 
 
 def _is_ng_expr(e: ast.expr) -> bool:
@@ -1956,8 +2003,13 @@ def _annotated_tensor(ann: ast.expr | None) -> bool:
         return False
     if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
         return ann.value.split("[")[0].rsplit(".", 1)[-1] == "Tensor"
-    if isinstance(ann, ast.Subscript):  # Optional[Tensor]
-        return _annotated_tensor(ann.slice)
+    if isinstance(ann, ast.Subscript):  # Optional[Tensor], Union[Tensor, None] (not list[Tensor])
+        head = ann.value.attr if isinstance(ann.value, ast.Attribute) else getattr(ann.value, "id", "")
+        if head == "Optional":
+            return _annotated_tensor(ann.slice)
+        if head == "Union" and isinstance(ann.slice, ast.Tuple):
+            return any(_annotated_tensor(e) for e in ann.slice.elts)
+        return False
     if isinstance(ann, ast.BinOp):  # Tensor | None
         return _annotated_tensor(ann.left) or _annotated_tensor(ann.right)
     name = ann.attr if isinstance(ann, ast.Attribute) else ann.id if isinstance(ann, ast.Name) else ""

@@ -31,6 +31,8 @@ Each entry (all keys optional but ``kind``):
   train_only        the mutation/saving described happens only in training mode (dropout)
   no_grad           the callable runs under no_grad internally (nn.init.*): in-place on leaves is allowed
   autocast_casts    args that CPU autocast (bfloat16) replaces by a cast copy before saving
+  when_number       {arg: {saves, saves_output, differs}}: what is saved when ``arg`` is a Python number
+  train_kwarg_default  default of the ``training`` flag of functional dropouts
 """
 
 from __future__ import annotations
@@ -62,6 +64,9 @@ class OpInfo:
     train_only: bool = False
     no_grad: bool = False
     autocast_casts: tuple[str, ...] = ()
+    # arg -> (saves, saves_output) when that argument is a Python number and it changes what is saved (x ** 2)
+    when_number: Mapping[str, tuple[Mapping[str, tuple[str, ...]], tuple[str, ...]]] = field(default_factory=dict)
+    train_kwarg_default: bool | None = None
 
     @staticmethod
     def from_json(name: str, d: Mapping[str, Any]) -> OpInfo:
@@ -81,6 +86,10 @@ class OpInfo:
             train_only=bool(d.get("train_only", False)),
             no_grad=bool(d.get("no_grad", False)),
             autocast_casts=tuple(d.get("autocast_casts", ())),
+            when_number={str(a): ({str(k): tuple(v) for k, v in (w.get("saves") or {}).items()},
+                                  tuple(w.get("saves_output", ())))
+                         for a, w in (d.get("when_number") or {}).items() if w.get("differs")},
+            train_kwarg_default=d.get("train_kwarg_default"),
         )
 
     def saved_args(self, requires_grad: Mapping[str, bool]) -> list[str]:
