@@ -1,0 +1,78 @@
+"""Settings (initializationOptions, didChangeConfiguration, workspace/configuration) and pyproject.toml."""
+
+from __future__ import annotations
+
+import pytest
+from lsp_helpers import GG101_SRC, codes, needs_analyzer, open_doc, session, wait_for, wait_published
+from lsprotocol import types as T
+
+pytestmark = [pytest.mark.asyncio, needs_analyzer]
+
+
+def changed(c, path):
+    c.workspace_did_change_watched_files(T.DidChangeWatchedFilesParams(changes=[
+        T.FileEvent(uri=path.as_uri(), type=T.FileChangeType.Changed)]))
+
+
+async def test_pyproject_change_rechecks(tmp_path):
+    pp = tmp_path / "pyproject.toml"
+    pp.write_text('[tool.gradguard]\nignore = ["GG101"]\n')
+    (tmp_path / "m.py").write_text(GG101_SRC)
+    async with session(root=tmp_path) as c:
+        await wait_for(lambda: c.registrations, what="the pyproject.toml watcher registration")
+        (reg,) = c.registrations[0].registrations
+        assert reg.method == "workspace/didChangeWatchedFiles"
+        assert reg.register_options["watchers"][0]["globPattern"] == "**/pyproject.toml"
+        uri = (tmp_path / "m.py").as_uri()
+        open_doc(c, uri, GG101_SRC)
+        p = await wait_published(c, uri)
+        assert p.diagnostics == ()
+        pp.write_text('[tool.gradguard]\nseverity = { GG101 = "hint" }\n')
+        n = len(c.published)
+        changed(c, pp)
+        p = await wait_published(c, uri, n)
+        assert codes(p.diagnostics) == ["GG101"] and p.diagnostics[0].severity == T.DiagnosticSeverity.Hint
+
+
+async def test_precedence_and_did_change_configuration(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.gradguard]\nselect = ["GG3"]\n')
+    uri = (tmp_path / "m.py").as_uri()
+    # filesystemFirst (default): pyproject's select wins over the editor's
+    async with session(root=tmp_path, init={"gradguard": {"select": ["GG1"]}}) as c:
+        open_doc(c, uri, GG101_SRC)
+        p = await wait_published(c, uri)
+        assert p.diagnostics == ()
+        # the client says otherwise: editorFirst
+        n = len(c.published)
+        c.workspace_did_change_configuration(T.DidChangeConfigurationParams(
+            settings={"gradguard": {"select": ["GG1"], "configurationPreference": "editorFirst",
+                                    "severity": {"GG1": "error"}}}))
+        p = await wait_published(c, uri, n)
+        assert codes(p.diagnostics) == ["GG101"] and p.diagnostics[0].severity == T.DiagnosticSeverity.Error
+        # settings: null -> the server asks with workspace/configuration (section "gradguard")
+        c.set_configuration({"enable": False}, section="gradguard")
+        n = len(c.published)
+        c.workspace_did_change_configuration(T.DidChangeConfigurationParams(settings=None))
+        p = await wait_published(c, uri, n)
+        assert p.diagnostics == ()
+        # bad values are ignored with a warning, the rest applies
+        n = len(c.published)
+        c.workspace_did_change_configuration(T.DidChangeConfigurationParams(settings={
+            "enable": True, "debounceMs": "soon", "severity": {"GG101": "loud"}, "exclude": ["gen/"]}))
+        p = await wait_published(c, uri, n)
+        assert codes(p.diagnostics) == ["GG101"] and p.diagnostics[0].severity == T.DiagnosticSeverity.Error
+        await wait_for(lambda: any("debounceMs" in m.message for m in c.log_messages), what="a warning")
+        assert any("loud" in m.message for m in c.log_messages)
+        # exclude: files under gen/ get no diagnostics
+        gen = (tmp_path / "gen" / "g.py").as_uri()
+        open_doc(c, gen, GG101_SRC)
+        p = await wait_published(c, gen)
+        assert p.diagnostics == ()
+
+
+async def test_no_pyproject_uses_editor_settings(tmp_path):
+    uri = (tmp_path / "m.py").as_uri()
+    async with session(root=tmp_path, init={"ignore": ["GG1"]}) as c:
+        open_doc(c, uri, GG101_SRC)
+        p = await wait_published(c, uri)
+        assert p.diagnostics == ()
