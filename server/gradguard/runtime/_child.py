@@ -58,10 +58,11 @@ _incidents: list[dict[str, Any]] = []
 _enabled = [True]
 _tracer_state: dict[str, Any] = {"installed": False, "error": None}
 _TORCH_DIR = ["\0"]
+_SKIP_DYNAMO = [os.environ.get("GRADGUARD_SKIP_DYNAMO") == "1"]
 _MODULE_SITES: Any = None  # weakref.WeakKeyDictionary: nn.Module -> frames of its construction
 
 VERSION_RE = re.compile(
-    r"\[(?P<type>[\w.]+) \[(?P<shape>[\d, ]*)\]\](?:, which is output (?P<nr>\d+) of (?P<node>[\w.]+),)?"
+    r"\[(?P<type>[\w.]+) \[(?P<shape>[\d, ]*)\]\](?:, which is output (?P<nr>\d+) of (?P<node>[\w.:<>]+),)?"
     r" is at version (?P<actual>\d+); expected version (?P<expected>\d+) instead"
 )
 INPLACE_MSG = "modified by an inplace operation"
@@ -659,6 +660,17 @@ def install(check_nan: bool = False) -> Any:
     enabled = _enabled
 
     class GradguardWriteLog(TorchDispatchMode):
+        # Higher-order operators (flex_attention, cond, ...) pass through and run as without the mode.
+        supports_higher_order_operators = True
+
+        @classmethod
+        def _should_skip_dynamo(cls) -> bool:  # no torch._dynamo.disable wrapper: it costs per op (and an import)
+            return _SKIP_DYNAMO[0]
+
+        @classmethod
+        def ignore_compile_internals(cls) -> bool:  # torch.compile compiles as without the mode (same kernels)
+            return True
+
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             stats["ops"] += 1
             spec = spec_cache.get(func)
@@ -675,6 +687,7 @@ def install(check_nan: bool = False) -> Any:
 
     mode = GradguardWriteLog()
     mode.__enter__()
+    _clean_anomaly_warnings()
 
     def _in_child() -> None:  # forked DataLoader workers: stop logging (they never run backward)
         enabled[0] = False
@@ -683,6 +696,38 @@ def install(check_nan: bool = False) -> Any:
     _tracer_state["installed"] = True
     _tracer_state["mode"] = mode
     return mode
+
+
+def _clean_anomaly_text(text: str) -> str:
+    """Drop this file's and runpy's frames from the forward traceback anomaly mode prints."""
+    out: list[str] = []
+    skipping = False
+    for line in text.split("\n"):
+        m = _TB_LINE.match(line)
+        if m:
+            skipping = m.group("path") == _HERE or m.group("path").startswith("<frozen runpy")
+        elif skipping and not line.startswith("    "):
+            skipping = False
+        if not skipping:
+            out.append(line)
+    return "\n".join(out)
+
+
+def _clean_anomaly_warnings() -> None:
+    import warnings
+
+    orig = warnings.showwarning
+
+    def showwarning(message: Any, category: Any, filename: Any, lineno: Any, file: Any = None,
+                    line: Any = None) -> Any:
+        try:
+            if isinstance(message, Warning) and "Traceback of forward call" in str(message):
+                message = category(_clean_anomaly_text(str(message)))
+        except Exception:
+            pass
+        return orig(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = showwarning
 
 
 class _TorchImportHook:
@@ -770,6 +815,35 @@ def _exc_frames(tb: Any) -> list[dict[str, Any]]:
     return out[-60:]
 
 
+def _calibrate(torch: Any, ops: int, depth: int = 12, n: int = 40) -> dict[str, Any]:
+    """Estimate what the doctor cost this run: the per-op time of a small autograd op with the doctor on (anomaly
+    mode + write log) and off, at a typical stack depth, times the number of ops the script ran."""
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    x = torch.zeros(4, requires_grad=True)
+
+    def timed(level: int) -> float:
+        if level:
+            return timed(level - 1)
+        t0 = time.perf_counter()
+        for _ in range(n):
+            x * 2
+        return (time.perf_counter() - t0) / n
+
+    timed(depth)
+    on = min(timed(depth) for _ in range(3))
+    check_nan = torch.is_anomaly_check_nan_enabled()
+    try:
+        with _disable_current_modes():
+            torch.autograd.set_detect_anomaly(False)
+            off = min(timed(depth) for _ in range(3))
+    finally:
+        torch.autograd.set_detect_anomaly(True, check_nan=check_nan)
+    per_op = max(0.0, on - off)
+    return {"per_op_us_plain": round(off * 1e6, 2), "per_op_us_doctor": round(on * 1e6, 2),
+            "overhead_estimate_s": round(per_op * ops, 3)}
+
+
 def _write_facts(path: str, facts: dict[str, Any]) -> None:
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as fh:
@@ -849,7 +923,14 @@ def main(argv: list[str]) -> int:
         inc["uncaught"] = uncaught is not None and inc.pop("exc_id", None) == id(uncaught)
         inc.pop("exc_id", None)
     facts["exit_code"] = code
-    facts["stats"] = {**_stats, "elapsed_s": round(time.perf_counter() - _T0, 3),
+    calib: dict[str, Any] = {}
+    counted = dict(_stats)
+    if _tracer_state["installed"] and os.getpid() == _MAIN_PID:
+        try:
+            calib = _calibrate(sys.modules["torch"], _stats["ops"])
+        except Exception:
+            calib = {}
+    facts["stats"] = {**counted, **calib, "elapsed_s": round(time.perf_counter() - _T0, 3),
                       "traced": bool(_tracer_state["installed"]), "tracer_error": _tracer_state["error"],
                       "torch": getattr(sys.modules.get("torch"), "__version__", None)}
     if os.getpid() == _MAIN_PID:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import codecs
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -50,29 +51,40 @@ def _stop(proc: subprocess.Popen, first: int) -> None:
 
 
 def _pump(stream: IO[bytes], sink: Callable[[str], None], lock: threading.Lock) -> None:
+    """Forward one stream to ``sink``: whole lines as they come (so that stdout and stderr interleave by line),
+    and a pending partial line (a prompt, a progress bar) after 0.2 s of quiet."""
     dec = codecs.getincrementaldecoder("utf-8")(errors="replace")
     fd = stream.fileno()
+    pending = ""
+
+    def emit(text: str) -> None:
+        if not text:
+            return
+        with lock:
+            try:
+                sink(text)
+            except Exception:  # a broken callback must not kill the run
+                pass
+
     while True:
+        if pending:
+            ready, _, _ = select.select([fd], [], [], 0.2)
+            if not ready:
+                emit(pending)
+                pending = ""
+                continue
         try:
             chunk = os.read(fd, 65536)
         except OSError:
             break
         if not chunk:
             break
-        text = dec.decode(chunk)
-        if text:
-            with lock:
-                try:
-                    sink(text)
-                except Exception:  # a broken callback must not kill the run
-                    pass
-    rest = dec.decode(b"", final=True)
-    if rest:
-        with lock:
-            try:
-                sink(rest)
-            except Exception:
-                pass
+        pending += dec.decode(chunk)
+        cut = pending.rfind("\n") + 1
+        if cut:
+            emit(pending[:cut])
+            pending = pending[cut:]
+    emit(pending + dec.decode(b"", final=True))
     stream.close()
 
 

@@ -12,6 +12,12 @@ from typing import Any
 
 SOURCE = "gradguard-run"
 
+AUTOGRAD_INPLACE_MESSAGES = (
+    "modified by an inplace operation",
+    "a leaf Variable that requires grad is being used in an in-place operation",
+    "is a view and is being modified inplace",
+)
+
 FIX = {
     "GG101": "make the in-place operation out of place (`x = x.mul(2)` instead of `x.mul_(2)`, `x = x + y` "
              "instead of `x += y`), or modify a `.clone()` of the tensor",
@@ -323,6 +329,10 @@ def build_report(
                 _forward_incident(i, out)
     elif timed_out or interrupted:
         out["status"] = "failed"
+    elif exc and any(m in exc.get("message", "") for m in AUTOGRAD_INPLACE_MESSAGES):
+        out["status"] = "error"  # the tracer could not explain it (not traced, or the write was not seen)
+        out["error"] = {"type": exc["type"], "message": exc["message"]}
+        out["traceback"] = exc.get("frames") or []
     elif exit_code == 0:
         out["status"] = "clean"
         caught = [i for i in incidents if not i.get("uncaught")]
@@ -351,6 +361,9 @@ def format_text(report: dict[str, Any]) -> str:
         traced = stats.get("traced")
         extra = (f"; traced {stats.get('ops', 0)} ATen ops, {stats.get('writes', 0)} in-place writes under anomaly "
                  "mode" if traced else "; the script never imported torch, nothing was traced")
+        if traced and "overhead_estimate_s" in stats:
+            extra += (f"; estimated doctor overhead {stats['overhead_estimate_s']:.2f} s "
+                      f"({stats.get('per_op_us_doctor', 0):.0f} vs {stats.get('per_op_us_plain', 0):.0f} us per op)")
         lines.append(f"gradguard run: clean: the script finished without autograd in-place errors ({t}{extra}).")
         if report.get("caught_errors"):
             lines.append(f"  note: the script caught {len(report['caught_errors'])} autograd in-place error(s) itself.")
@@ -394,4 +407,12 @@ def format_text(report: dict[str, Any]) -> str:
             codes.append(c["code"])
     for code in codes:
         lines.append(f"  fix ({code}): {FIX[code]}")
+    for c in report.get("culprits") or []:
+        lib = _lib_frames(c.get("frames") or [], 1)
+        if lib:
+            pkg = _short(lib[0]["path"]).split("/")[0]
+            lines.append(f"  note: the in-place write happens inside {pkg} ({_loc(lib[0])}), called from your line "
+                         f"{_loc(c)}: change how you call it there (e.g. pass a copy, or avoid the option that keeps "
+                         f"state), or report it to {pkg}")
+            break
     return "\n".join(lines)
