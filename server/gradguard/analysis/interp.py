@@ -302,7 +302,7 @@ class Analyzer:
             self.report(Hazard("view_multi", form, site, stmt, op, target, related=related,
                                extra=(*extra, ("view_op", val.view_op))))
             return
-        if val.view == "nograd" and val.rg >= MAYBE and grad_on:
+        if val.view == "nograd" and grad_on:
             self.report(Hazard("view_nograd", form, site, stmt, op, target, related=related,
                                extra=(*extra, ("view_op", val.view_op))))
             return
@@ -312,7 +312,8 @@ class Analyzer:
             for r in saved.get(s, ()):
                 if r not in recs:
                     recs.append(r)
-        if recs and not st.allow_mutation:
+        param_update = st.no_grad and any(s.param_of is not None for s in val.storages)
+        if recs and not st.allow_mutation and not param_update:
             ex = extra
             if val.alias_of and form == "setitem" and val.alias_site is not None:
                 # `out = x; out[i] = v`: the alias is where a copy was meant; report there, point at the write.
@@ -448,7 +449,7 @@ class Analyzer:
                 obj.attrs[t.attr] = v
         elif isinstance(t, ast.Subscript):
             base = self.ev(t.value, st, fr)
-            self.ev(t.slice, st, fr)
+            self.ev_nograd(t.slice, st, fr)
             if isinstance(base, T) and not base.maybe_tensor:
                 info = self.kb.get("operator.setitem")
                 tgt = self.text(t.value)
@@ -808,8 +809,18 @@ class Analyzer:
             out = x if out is None else join(out, x)
         return out or UNKNOWN
 
+    def ev_nograd(self, node: ast.expr, st: State, fr: Frame) -> Val:
+        """Evaluate what only feeds a comparison or an index: no gradient flows back through it, so what its ops
+        save is never unpacked by backward."""
+        flag = st.no_grad
+        st.no_grad = True
+        try:
+            return self.ev(node, st, fr)
+        finally:
+            st.no_grad = flag
+
     def e_Compare(self, n: ast.Compare, st: State, fr: Frame) -> Val:
-        vals = [self.ev(n.left, st, fr), *(self.ev(c, st, fr) for c in n.comparators)]
+        vals = [self.ev_nograd(n.left, st, fr), *(self.ev_nograd(c, st, fr) for c in n.comparators)]
         if any(isinstance(v, T) for v in vals):
             return fresh("comparison", rg=NO)
         return UNKNOWN_NUM
@@ -859,7 +870,7 @@ class Analyzer:
 
     def e_Subscript(self, n: ast.Subscript, st: State, fr: Frame) -> Val:
         base = self.ev(n.value, st, fr)
-        idx = self.ev(n.slice, st, fr)
+        idx = self.ev_nograd(n.slice, st, fr) if not isinstance(n.slice, ast.Constant) else Const(n.slice.value)
         if isinstance(base, T) and base.maybe_tensor:
             return fresh("element", rg=base.rg, maybe_tensor=True)
         if isinstance(base, T):
@@ -1065,7 +1076,7 @@ class Analyzer:
                 if isinstance(v, Seq) and v.items is not None:
                     pos.extend(v.items)
                 elif isinstance(v, Alt):
-                    pos.append(v)  # handled by container constructors
+                    pos.append(Seq(None, v, "staralt"))  # alternatives, expanded by container constructors
                 else:
                     pos.append(Seq(None, self.elem(v, a), "star"))
             else:
@@ -1156,25 +1167,26 @@ class Analyzer:
         return UNKNOWN
 
     def _entries(self, pos: list[Val]) -> Val:
-        if len(pos) == 1 and isinstance(pos[0], (Seq, Alt)) and not (isinstance(pos[0], Seq) and pos[0].kind == "star"):
-            v = pos[0]
-            if isinstance(v, Seq) and v.kind == "dict":
-                return v
-            return v
-        if len(pos) == 1 and isinstance(pos[0], Alt):
+        """Entries of nn.Sequential(*args) / ModuleList(list): a Seq, or Alt when lists were built differently."""
+        if len(pos) == 1 and isinstance(pos[0], (Seq, Alt)) and not (
+                isinstance(pos[0], Seq) and pos[0].kind in ("star", "staralt")):
             return pos[0]
-        items: list[Val] = []
+        alts: list[tuple[Val, ...]] = [()]
         unknown = False
         for p in pos:
-            if isinstance(p, Seq) and p.kind == "star":
+            if isinstance(p, Seq) and p.kind == "staralt" and isinstance(p.elem, Alt):
+                alts = [a + tuple(sq.items or (sq.elem,)) for a in alts for sq in p.elem.alts][:8]
+            elif isinstance(p, Seq) and p.kind == "star":
                 unknown = True
-                items.append(p.elem)
-            elif isinstance(p, Alt):
-                return p
+                alts = [(*a, p.elem) for a in alts]
             else:
-                items.append(p)
-        s = Seq.of(items)
-        return Seq(None, s.elem) if unknown else s
+                alts = [(*a, p) for a in alts]
+        seqs = [Seq.of(a) for a in alts]
+        if unknown:
+            return Seq(None, seqs[0].elem)
+        if len(seqs) == 1:
+            return seqs[0]
+        return Alt(tuple(seqs)) if len(seqs) <= 6 else Seq(None, seqs[0].elem)
 
     def owners_of(self, v: Val) -> frozenset[Any]:
         if isinstance(v, Params):
@@ -1320,6 +1332,13 @@ class Analyzer:
               module: Obj | None = None, in_seq: Obj | None = None, receiver_node: ast.AST | None = None) -> Val:
         kb = self.kb
         bound = self.bind(info, pos, kw)
+        if "dim" in bound or (info.kind in ("function", "method") and len(pos) >= (3 if info.kind == "method" else 2)
+                              and not isinstance(pos[-1], T)):
+            short = info.name.split(".", 1)[1] if info.name.startswith("Tensor.") else None
+            var = kb.get(f"{info.name}[dim]") or (kb.get(f"torch.{short}[dim]") if short else None)
+            if var is not None:
+                info = var
+                bound = self.bind(info, pos, kw)
         # inplace=True on a functional: switch to its in-place variant
         if info.inplace_kwarg and module is None and _is_true(bound.get(info.inplace_kwarg)):
             var = kb.get(f"{info.name}[{info.inplace_kwarg}=True]")
@@ -1413,21 +1432,19 @@ class Analyzer:
             site = module.ctor
         if grad_on and any_rg:
             for a in info.saved_args(rgmap):
-                sv = bound.get(a)
-                if not isinstance(sv, T):
-                    continue
-                if info.kind == "operator" and sv.maybe_tensor:
-                    continue
-                if st.autocast and a in info.autocast_casts:
-                    continue
-                if a.startswith("self."):
-                    what = f"its {a[5:]}"
-                else:
-                    argtext = self._arg_text(n, info, a, receiver_node) if in_seq is None else ""
-                    what = f"its input `{argtext}`" if argtext and len(argtext) <= 40 else "its input"
-                self.save(sv, st, SaveRecord(display, what, site, info.name))
-                if sv.leaf:
-                    prov |= {(s, self.stamp, None) for s in sv.storages if s.leaf}
+                for sv in _tensors_in(bound.get(a)):
+                    if info.kind == "operator" and sv.maybe_tensor:
+                        continue
+                    if st.autocast and a in info.autocast_casts:
+                        continue
+                    if a.startswith("self."):
+                        what = f"its {a[5:]}"
+                    else:
+                        argtext = self._arg_text(n, info, a, receiver_node) if in_seq is None else ""
+                        what = f"its input `{argtext}`" if argtext and len(argtext) <= 40 else "its input"
+                    self.save(sv, st, SaveRecord(display, what, site, info.name))
+                    if sv.leaf:
+                        prov |= {(s, self.stamp, None) for s in sv.storages if s.leaf}
         # 3. the result
         out_rg = YES if any_rg and grad_on else NO
         if mutated is not None:
@@ -1455,10 +1472,9 @@ class Analyzer:
                 return Seq(None, vt, "tuple")
             res = vt
         else:
-            # Many ops return tuples (topk, sort, max(dim), lstm): unpacking an op's result yields its outputs,
-            # not views of one tensor (that is what iterating a view or a factory tensor gives).
+            # Ops that return tuples (topk, sort, max(dim), LSTM): unpacking yields their outputs, not views.
             res = T(frozenset({Storage(display)}), rg=MAYBE if only_maybe else out_rg, prov=prov, origin=display,
-                    maybe_tuple=True, maybe_tensor=only_maybe)
+                    maybe_tuple=info.returns_tuple, maybe_tensor=only_maybe)
             if only_maybe:
                 return res
         if grad_on and any_rg and info.saves_output and info.output_saved(rgmap) and isinstance(res, T):
@@ -1704,7 +1720,7 @@ class Analyzer:
         if o.kind == "torch":
             info = self.kb.get(o.qual)
             if info is None:
-                return self.new_tensor(pos, st, o.qual, min_rg=YES)
+                return self.new_tensor(pos, st, o.qual, min_rg=YES).with_(maybe_tuple=True)
             if o.inplace and info.inplace_kwarg:
                 info = self.kb.get(f"{info.name}[{info.inplace_kwarg}=True]") or info
             short = o.qual.rsplit(".", 1)[-1]
@@ -2014,6 +2030,17 @@ def _annotated_tensor(ann: ast.expr | None) -> bool:
         return _annotated_tensor(ann.left) or _annotated_tensor(ann.right)
     name = ann.attr if isinstance(ann, ast.Attribute) else ann.id if isinstance(ann, ast.Name) else ""
     return name == "Tensor"
+
+
+def _tensors_in(v: Val | None, depth: int = 0) -> list[T]:
+    if isinstance(v, T):
+        return [v]
+    if depth < 2 and isinstance(v, Seq) and v.items is not None:
+        out: list[T] = []
+        for x in v.items:
+            out.extend(_tensors_in(x, depth + 1))
+        return out
+    return []
 
 
 def _storages_of(v: Val, depth: int = 0) -> set[Storage]:

@@ -33,6 +33,7 @@ Each entry (all keys optional but ``kind``):
   autocast_casts    args that CPU autocast (bfloat16) replaces by a cast copy before saving
   when_number       {arg: {saves, saves_output, differs}}: what is saved when ``arg`` is a Python number
   train_kwarg_default  default of the ``training`` flag of functional dropouts
+  returns_tuple     the callable returns a tuple of tensors (topk, sort, max(dim), LSTM): unpacking is not unbinding
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ class OpInfo:
     # arg -> (saves, saves_output) when that argument is a Python number and it changes what is saved (x ** 2)
     when_number: Mapping[str, tuple[Mapping[str, tuple[str, ...]], tuple[str, ...]]] = field(default_factory=dict)
     train_kwarg_default: bool | None = None
+    returns_tuple: bool = False
 
     @staticmethod
     def from_json(name: str, d: Mapping[str, Any]) -> OpInfo:
@@ -90,6 +92,7 @@ class OpInfo:
                                   tuple(w.get("saves_output", ())))
                          for a, w in (d.get("when_number") or {}).items() if w.get("differs")},
             train_kwarg_default=d.get("train_kwarg_default"),
+            returns_tuple=bool(d.get("returns_tuple", False)),
         )
 
     def saved_args(self, requires_grad: Mapping[str, bool]) -> list[str]:
