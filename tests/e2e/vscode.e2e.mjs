@@ -101,7 +101,7 @@ function gradguardCheck(file) {
   return JSON.parse(r.stdout);
 }
 
-const norm = (s) => s.replace(/[`\u00a0]/g, "").replace(/\s+/g, " ").trim();
+const norm = (s) => s.replace(/`/g, "").replace(/\s+/g, " ").trim(); // \s includes the editor's U+00A0
 
 // ---------------------------------------------------------------------------------------------- page helpers
 
@@ -167,6 +167,29 @@ async function openFile(page, name) {
   await page.keyboard.press("Enter");
   await page.locator(`.tabs-container .tab.active[aria-label*="${name}"], .tabs-container .tab.active:has-text("${name}")`).first().waitFor({ timeout: 10000 });
   await page.locator(".editor-group-container.active .monaco-editor .view-lines").first().waitFor({ timeout: 10000 });
+}
+
+/** Rewrites the user settings through the editor (Preferences: Open User Settings (JSON)), as a user would. */
+async function setUserSettings(page, settings) {
+  // Code 1.139 opens it in a modal editor, older versions in a tab: find the editor showing the settings.
+  const editor = page.locator('.monaco-editor:has(.view-lines:has-text("gradguard.interpreter"))').last();
+  if (!(await editor.isVisible().catch(() => false))) {
+    await runCommand(page, "Preferences: Open User Settings (JSON)");
+  }
+  await editor.waitFor({ state: "visible", timeout: 15000 });
+  await editor.locator(".view-lines").click();
+  await page.keyboard.press("Control+A");
+  await page.keyboard.press("Delete");
+  await page.keyboard.insertText(JSON.stringify(settings)); // one line: no auto-indent in between
+  await page.keyboard.press("Control+S");
+  await page.waitForTimeout(300);
+}
+
+/** Shows the Problems panel (Ctrl+Shift+M toggles, so only when it is not visible). */
+async function showProblems(page) {
+  if (!(await page.locator(".markers-panel").first().isVisible().catch(() => false))) {
+    await page.keyboard.press("Control+Shift+M");
+  }
 }
 
 async function problemsText(page) {
@@ -293,7 +316,7 @@ async function main() {
 
     // ------------------------------------------------------------------ Problems panel
     await page.locator(".editor-group-container.active .monaco-editor .view-lines").first().click();
-    await page.keyboard.press("Control+Shift+M");
+    await showProblems(page);
     const problems = await waitFor(
       async () => {
         const t = await problemsText(page);
@@ -397,9 +420,10 @@ async function main() {
     } else {
       await runCommand(page, "gradguard: Run File and Explain In-place Errors");
     }
-    await page.keyboard.press("Control+Shift+M");
     const runProblems = await waitFor(
       async () => {
+        // The client shows its output while the script runs: bring the Problems panel (back) up.
+        await showProblems(page);
         const t = await problemsText(page);
         return /gradguard-run/.test(t) ? t : null;
       },
@@ -419,9 +443,27 @@ async function main() {
 
     // ------------------------------------------------------------------ restart keeps working
     await runCommand(page, "gradguard: Restart Server");
+    await waitFor(async () => (await page.locator('[aria-label="gradguard ready"]').count()) === 0, 10000, "restart to begin").catch(() => undefined);
     const back = await waitFor(() => page.locator('[aria-label="gradguard ready"]').count(), 30000, "ready after restart").catch(() => 0);
     check(back > 0, "'gradguard: Restart Server' brings the server back to ready");
     await shot("11-after-restart");
+
+    // ------------------------------------------------------------------ settings apply without a reload
+    const settings = JSON.parse(fs.readFileSync(path.join(dirs.user, "User/settings.json"), "utf8"));
+    await setUserSettings(page, { ...settings, "gradguard.enable": false });
+    const disabled = await waitFor(() => page.locator('[aria-label="gradguard disabled"]').count(), 20000, "disabled").catch(() => 0);
+    check(disabled > 0, "gradguard.enable=false stops the server without a reload (status 'disabled')");
+    // An interpreter without gradguard: the status turns to error and the message offers to install it.
+    const base = spawnSync(PYTHON, ["-c", "import sys; print(sys.base_prefix)"], { encoding: "utf8" }).stdout.trim();
+    const bare = path.join(tmp, "bare-venv");
+    spawnSync(path.join(base, "bin/python3"), ["-m", "venv", "--without-pip", bare]);
+    await setUserSettings(page, { ...settings, "gradguard.enable": true, "gradguard.interpreter": path.join(bare, "bin/python") });
+    const errored = await waitFor(() => page.locator('[aria-label="gradguard error"]').count(), 30000, "error status").catch(() => 0);
+    const toast = page.locator(".notifications-toasts .notification-toast", { hasText: "is not installed in" }).first();
+    const toastText = await toast.innerText({ timeout: 15000 }).catch(() => "");
+    await shot("12-gradguard-missing");
+    check(errored > 0, "an interpreter without gradguard turns the status bar item to error");
+    check(/gradguard is not installed in .*bare-venv/.test(norm(toastText)) && /Install gradguard/.test(toastText), "the notification says gradguard is missing and offers 'Install gradguard'", toastText);
   } finally {
     await browser?.close().catch(() => undefined);
     stopServer();
