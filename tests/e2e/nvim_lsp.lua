@@ -1,7 +1,8 @@
 -- Headless Neovim 0.11 against `python -m gradguard lsp` (run by tests/e2e/test_neovim.py):
 --   nvim --headless --clean -u tests/e2e/nvim_lsp.lua
 -- env: GG_PYTHON (interpreter with gradguard), GG_FILE (a copy of tests/e2e/workspace/model.py),
---      GG_EXPECT ("23:GG102,26:GG101": the labelled hazard lines).
+--      GG_EXPECT ("23:GG102,26:GG101": the labelled hazard lines),
+--      GG_NVIM_MODE: "start" (vim.lsp.start, default) or "config" (vim.lsp.config + vim.lsp.enable).
 -- Checks: diagnostics on exactly the labelled lines with their codes, hover text, the preferred quick fix
 -- applied and the diagnostics updated, source.fixAll.gradguard applied and no diagnostics left; writes the file.
 local python, file, expect_spec = os.getenv("GG_PYTHON"), os.getenv("GG_FILE"), os.getenv("GG_EXPECT")
@@ -35,17 +36,37 @@ for line, code in (expect_spec or ""):gmatch("(%d+):(GG%d+)") do
   expect[tonumber(line)] = code
 end
 
-vim.cmd("edit " .. vim.fn.fnameescape(file))
-local buf = vim.api.nvim_get_current_buf()
-vim.bo[buf].filetype = "python"
-
-local client_id = vim.lsp.start({
-  name = "gradguard",
-  cmd = { python, "-m", "gradguard", "lsp" },
-  root_dir = vim.fs.dirname(file),
-  init_options = { select = vim.NIL, run = "onType", debounceMs = 50 },
-}, { bufnr = buf })
-if not check(client_id ~= nil, "vim.lsp.start started the gradguard server") then
+local mode = os.getenv("GG_NVIM_MODE") or "start"
+local buf, client_id
+if mode == "config" then
+  -- The plain Neovim 0.11 configuration of docs/editors.md: vim.lsp.config + vim.lsp.enable.
+  vim.lsp.config("gradguard", {
+    cmd = { python, "-m", "gradguard", "lsp" },
+    filetypes = { "python" },
+    root_markers = { "pyproject.toml", "setup.py", ".git" },
+    init_options = { run = "onType", debounceMs = 50 },
+  })
+  vim.lsp.enable("gradguard")
+  vim.cmd("edit " .. vim.fn.fnameescape(file))
+  buf = vim.api.nvim_get_current_buf()
+  vim.bo[buf].filetype = "python"
+  vim.wait(10000, function()
+    return #vim.lsp.get_clients({ bufnr = buf, name = "gradguard" }) > 0
+  end, 50)
+  local clients = vim.lsp.get_clients({ bufnr = buf, name = "gradguard" })
+  client_id = clients[1] and clients[1].id
+else
+  vim.cmd("edit " .. vim.fn.fnameescape(file))
+  buf = vim.api.nvim_get_current_buf()
+  vim.bo[buf].filetype = "python"
+  client_id = vim.lsp.start({
+    name = "gradguard",
+    cmd = { python, "-m", "gradguard", "lsp" },
+    root_dir = vim.fs.dirname(file),
+    init_options = { select = vim.NIL, run = "onType", debounceMs = 50 },
+  }, { bufnr = buf })
+end
+if not check(client_id ~= nil, "the gradguard client attached (" .. mode .. ")") then
   return finish()
 end
 local client = vim.lsp.get_client_by_id(client_id)

