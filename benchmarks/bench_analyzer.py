@@ -25,6 +25,7 @@ import io
 import json
 import os
 import pstats
+import resource
 import shutil
 import statistics
 import subprocess
@@ -121,15 +122,25 @@ def count_lines(files: Files) -> int:
     return sum(len(src.splitlines()) for _, src in files)
 
 
-def rate(lines: int, secs: float) -> str:
-    return f"{lines / secs:>10,.0f} lines/s  ({secs:7.2f} s)"
+def rate(lines: int, secs: float, cpu: float | None = None) -> str:
+    """Wall-clock lines/s; with ``cpu``, also lines per CPU-second (steadier on a busy machine)."""
+    out = f"{lines / secs:>10,.0f} lines/s  ({secs:7.2f} s)"
+    if cpu:
+        out += f"  {lines / cpu:>9,.0f} lines/cpu-s"
+    return out
 
 
-def timed(fn, files: Files) -> float:
-    t = time.perf_counter()
+def timed(fn, files: Files) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this process) to run ``fn(source, path)`` over every file."""
+    t, c = time.perf_counter(), time.process_time()
     for path, src in files:
         fn(src, path)
-    return time.perf_counter() - t
+    return time.perf_counter() - t, time.process_time() - c
+
+
+def children_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 def ensure_torchfix() -> bool:
@@ -149,11 +160,11 @@ import json, sys, time
 from torchfix.torchfix import TorchChecker
 paths = json.load(sys.stdin)
 sources = [open(p, encoding="utf-8").read() for p in paths]
-t = time.perf_counter()
+t, c = time.perf_counter(), time.process_time()
 found = 0
 for src in sources:
     found += sum(1 for _ in TorchChecker(None, src.splitlines(True)).run())
-print(json.dumps({"seconds": time.perf_counter() - t, "violations": found}))
+print(json.dumps({"seconds": time.perf_counter() - t, "cpu": time.process_time() - c, "violations": found}))
 """
 
 
@@ -195,27 +206,29 @@ def main() -> None:
               f"{os.cpu_count()} cores; python {sys.version.split()[0]}")
         print()
         print("throughput over the same files")
-        print(f"  ast.parse                          {rate(lines, timed(lambda s, p: ast.parse(s, p), files))}")
+        print(f"  ast.parse                          {rate(lines, *timed(lambda s, p: ast.parse(s, p), files))}")
         print(f"  libcst.parse_module ({version('libcst')})        "
-              f"{rate(lines, timed(lambda s, p: libcst.parse_module(s), files))}")
-        t_fix = timed(lambda s, p: api.check_source(s, p), files)
-        print(f"  gradguard check_source, 1 process  {rate(lines, t_fix)}")
+              f"{rate(lines, *timed(lambda s, p: libcst.parse_module(s), files))}")
+        t_fix, c_fix = timed(lambda s, p: api.check_source(s, p), files)
+        print(f"  gradguard check_source, 1 process  {rate(lines, t_fix, c_fix)}")
         counts: list[int] = []
-        t_nofix = timed(lambda s, p: counts.append(len(api.check_source(s, p, fixes=False))), files)
-        print(f"    (fixes=False)                    {rate(lines, t_nofix)}")
+        t_nofix, c_nofix = timed(lambda s, p: counts.append(len(api.check_source(s, p, fixes=False))), files)
+        print(f"    (fixes=False)                    {rate(lines, t_nofix, c_nofix)}")
         gg = shutil.which("gradguard", path=str(Path(sys.executable).parent)) or "gradguard"
-        t = time.perf_counter()
+        t, c = time.perf_counter(), children_cpu()
         proc = subprocess.run([gg, "check", "--format", "json", "--exit-zero", str(tree)], capture_output=True,
                               text=True)
-        t_cli = time.perf_counter() - t
+        t_cli, c_cli = time.perf_counter() - t, children_cpu() - c
         n_cli = len(json.loads(proc.stdout)) if proc.returncode == 0 and proc.stdout.strip() else -1
-        print(f"  gradguard check, all cores (CLI)   {rate(lines, t_cli)}  [{n_cli} findings, exit {proc.returncode}]")
+        print(f"  gradguard check, all cores (CLI)   {rate(lines, t_cli, c_cli)}  [{n_cli} findings, exit {proc.returncode}]")
         findings = sum(counts)
         if not args.no_torchfix:
             tf = bench_torchfix(files)
             if tf:
-                print(f"  TorchFix 0.7.0 (flake8 checker)    {rate(lines, tf['seconds'])}  [{tf['violations']} violations]")
-                print(f"  gradguard / TorchFix, 1 process    {tf['seconds'] / t_fix:10.1f}x")
+                print(f"  TorchFix 0.7.0 (flake8 checker)    {rate(lines, tf['seconds'], tf['cpu'])}  "
+                      f"[{tf['violations']} violations]")
+                print(f"  gradguard / TorchFix, 1 process    {tf['seconds'] / t_fix:10.1f}x wall, "
+                      f"{tf['cpu'] / c_fix:.1f}x CPU")
         print(f"  (gradguard findings in process: {findings})")
 
         print()
@@ -226,12 +239,14 @@ def main() -> None:
         n = len(src.splitlines())
         print(f"one file in process: {one.relative_to(tree)} ({n:,} lines), median of {args.repeat}")
         for label, kw in (("check_source", {}), ("check_source(fixes=False)", {"fixes": False})):
-            times = []
+            times, cpus = [], []
             for _ in range(args.repeat):
-                t = time.perf_counter()
+                t, c = time.perf_counter(), time.process_time()
                 api.check_source(src, str(one), **kw)
                 times.append(time.perf_counter() - t)
-            print(f"  {label:28s} {statistics.median(times) * 1000:8.1f} ms  (min {min(times) * 1000:.1f} ms)")
+                cpus.append(time.process_time() - c)
+            print(f"  {label:28s} {statistics.median(times) * 1000:8.1f} ms  (min {min(times) * 1000:.1f} ms; "
+                  f"CPU median {statistics.median(cpus) * 1000:.1f} ms)")
         t = time.perf_counter()
         for _ in range(args.repeat):
             ast.parse(src)
