@@ -81,7 +81,8 @@ def fixture_cases() -> list[Case]:
     for p in sorted(FIXTURES.rglob("*.py")):
         text = p.read_text(encoding="utf-8")
         if text.splitlines()[:1] == ["# torch: error"]:
-            out.append(Case(f"{p.parent.name}/{p.stem}", p, None))
+            twin = p.with_name(p.stem + "_fixed.py")
+            out.append(Case(f"{p.parent.name}/{p.stem}", p, twin if twin.exists() else None))
     return out
 
 
@@ -145,19 +146,23 @@ def _applied(src: str, chosen: list) -> list:
     return taken
 
 
-def run_traced(paths: Sequence[Path], allow_mutation: bool = False, jobs: int = 2) -> dict[str, Any]:
-    """Run scripts under the tracer in ``jobs`` worker processes (torch imported once per worker)."""
-    paths = [str(p) for p in paths]
-    if not paths:
+ALLOW = "@allow-mutation:"
+
+
+def run_traced(keys: Sequence[str], jobs: int = 2) -> dict[str, Any]:
+    """Run scripts under the tracer in ``jobs`` worker processes (torch imported once per worker). A key is a
+    path, or ``@allow-mutation:PATH`` to run it under ``allow_mutation_on_saved_tensors()``."""
+    keys = list(dict.fromkeys(keys))
+    if not keys:
         return {}
-    chunks = [paths[i::jobs] for i in range(jobs) if paths[i::jobs]]
+    chunks = [keys[i::jobs] for i in range(jobs) if keys[i::jobs]]
 
     def one(chunk: list[str]) -> dict[str, Any]:
         fd, out = tempfile.mkstemp(suffix=".json")
         os.close(fd)
         try:
-            cmd = [sys.executable, str(TRACER), *(["--allow-mutation"] if allow_mutation else []), out, *chunk]
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+            proc = subprocess.run([sys.executable, str(TRACER), out, *chunk], capture_output=True, text=True,
+                                  timeout=900)
             if proc.returncode != 0:
                 raise RuntimeError(proc.stderr[-2000:])
             return json.loads(Path(out).read_text())
@@ -171,22 +176,34 @@ def run_traced(paths: Sequence[Path], allow_mutation: bool = False, jobs: int = 
     return merged
 
 
-def prove(cases: list[Case], workdir: Path, finder: Finder = analyzer_finder) -> list[Case]:
-    """Fix every case, then run fixed files and references (two batches of subprocesses)."""
+def _ref_key(c: Case) -> str:
+    return str(c.reference) if c.reference is not None else ALLOW + str(c.path)
+
+
+def prepare(cases: list[Case], workdir: Path, finder: Finder = analyzer_finder) -> list[Case]:
+    """Fix every case to a fixpoint and write the fixed file under ``workdir``."""
     for c in cases:
         fix_to_fixpoint(c, finder)
         d = workdir / c.id.replace("/", "__")
         d.mkdir(parents=True, exist_ok=True)
         c.fixed_path = d / c.path.name
         c.fixed_path.write_text(c.fixed, encoding="utf-8")
-    runs = run_traced([c.fixed_path for c in cases if c.fixed_path and c.changed])
-    twins = run_traced([c.reference for c in cases if c.reference is not None])
-    originals = run_traced([c.path for c in cases if c.reference is None], allow_mutation=True)
+    return cases
+
+
+def execute(cases: list[Case]) -> list[Case]:
+    """Run the fixed files and the references (one batch: two worker processes)."""
+    keys = [str(c.fixed_path) for c in cases if c.fixed_path and c.changed] + [_ref_key(c) for c in cases]
+    runs = run_traced(keys)
     for c in cases:
         if c.fixed_path is not None and c.changed:
             c.run = runs.get(str(c.fixed_path))
-        c.ref_run = twins.get(str(c.reference)) if c.reference is not None else originals.get(str(c.path))
+        c.ref_run = runs.get(_ref_key(c))
     return cases
+
+
+def prove(cases: list[Case], workdir: Path, finder: Finder = analyzer_finder) -> list[Case]:
+    return execute(prepare(cases, workdir, finder))
 
 
 def parses(text: str) -> bool:

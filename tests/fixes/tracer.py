@@ -5,9 +5,9 @@ and, after the call, the ``.grad`` of every leaf of that graph (the ``Accumulate
 input tensors and module parameters). Each script runs as ``__main__`` in a forked child (torch is imported
 once), with its own seed handling (the cases call ``torch.manual_seed``).
 
-    python tracer.py [--allow-mutation] OUT.json SCRIPT...
+    python tracer.py OUT.json SCRIPT...
 
-``--allow-mutation`` runs each script under ``torch.autograd.graph.allow_mutation_on_saved_tensors()``: autograd
+A script given as ``@allow-mutation:PATH`` runs under ``torch.autograd.graph.allow_mutation_on_saved_tensors()``: autograd
 then keeps the original of every saved tensor that is modified in place, which is what the author of a
 saved-tensor mutation meant. That run is the reference for fixtures that have no hand-fixed twin.
 """
@@ -20,6 +20,7 @@ import runpy
 import signal
 import sys
 import tempfile
+import time
 import traceback
 from typing import Any
 
@@ -96,16 +97,46 @@ def run_one(path: str, allow_mutation: bool, out_file: str) -> None:
         json.dump(result, fh)
 
 
+def warm_up() -> None:
+    """Trigger torch's lazy imports once in the parent, so that each forked child does not redo them. One
+    intra-op thread: a child forked after an OpenMP pool started would deadlock in its first parallel op."""
+    torch.set_num_threads(1)
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    m = nn.Sequential(nn.Conv2d(2, 2, 3, padding=1), nn.BatchNorm2d(2), nn.ReLU(inplace=True), nn.Dropout2d(0.1),
+                      nn.Flatten(), nn.Linear(8, 4), nn.LayerNorm(4), nn.ELU(), nn.Dropout())
+    rnns = [nn.LSTM(4, 4), nn.GRU(4, 4), nn.RNN(4, 4), nn.GRUCell(4, 4), nn.LSTMCell(4, 4)]
+    x = torch.randn(1, 2, 2, 2, requires_grad=True)
+    h = m(x)
+    for r in rnns:
+        out = r(h)
+        h = h + (out[0] if isinstance(out, tuple) else out).reshape(h.shape)
+    loss = F.cross_entropy(h, torch.zeros(1, dtype=torch.long)) + F.mse_loss(h, torch.zeros_like(h))
+    emb = nn.Embedding(3, 4)
+    loss = loss + emb(torch.tensor([1])).sum()
+    loss.backward()
+    for opt in (torch.optim.SGD, torch.optim.Adam, torch.optim.RMSprop):
+        opt(m.parameters(), lr=0.1).step()
+    with torch.autograd.graph.allow_mutation_on_saved_tensors():
+        y = torch.randn(3, requires_grad=True).exp()
+        y.add_(1)
+        y.sum().backward()
+
+
+ALLOW = "@allow-mutation:"
+
+
 def main(argv: list[str]) -> int:
-    allow = False
-    if argv and argv[0] == "--allow-mutation":
-        allow = True
-        argv = argv[1:]
     out_path, scripts = argv[0], argv[1:]
+    warm_up()
     results: dict[str, Any] = {}
-    for path in scripts:
+    for key in scripts:
+        allow = key.startswith(ALLOW)
+        path = key[len(ALLOW):] if allow else key
         fd, tmp = tempfile.mkstemp(suffix=".json")
         os.close(fd)
+        t0 = time.perf_counter()
         pid = os.fork()
         if pid == 0:
             try:
@@ -115,9 +146,10 @@ def main(argv: list[str]) -> int:
         _, status = os.waitpid(pid, 0)
         try:
             with open(tmp) as fh:
-                results[path] = json.load(fh)
+                results[key] = json.load(fh)
         except (OSError, ValueError):
-            results[path] = {"ok": False, "error": f"child died (status {status})", "records": []}
+            results[key] = {"ok": False, "error": f"child died (status {status})", "records": []}
+        results[key]["seconds"] = round(time.perf_counter() - t0, 3)
         os.unlink(tmp)
     with open(out_path, "w") as fh:
         json.dump(results, fh)

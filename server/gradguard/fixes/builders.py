@@ -318,6 +318,64 @@ def _escape_hatch(ctx: Ctx, end_line: int | None = None) -> list[Fix]:
                 "each saved tensor that is modified)", False, tuple(edits), kind="allow-mutation")]
 
 
+_SAVED_MSG = re.compile(r"saved (?:its |the )?(?:input|inputs|argument|operand|other)s? `([^`]+)`")
+_PURE = (ast.Name, ast.Attribute, ast.Subscript)
+
+
+def _pure(node: ast.AST) -> bool:
+    return all(isinstance(n, (ast.Name, ast.Attribute, ast.Subscript, ast.Constant, ast.Slice, ast.Tuple,
+                              ast.Load, ast.UnaryOp, ast.USub, ast.Index if hasattr(ast, "Index") else ast.Slice))
+               for n in ast.walk(node))
+
+
+def _clone_at_use(ctx: Ctx) -> list[Fix]:
+    """Clone the tensor where the op that saves it uses it: ``F.linear(x, w)`` -> ``F.linear(x, w.clone())``.
+    The op then saves a private copy; the later in-place change still happens and every forward value and
+    gradient is what the code meant (what ``allow_mutation_on_saved_tensors`` would compute): safe."""
+    fixes: list[Fix] = []
+    for r in ctx.f.related:
+        mm = _SAVED_MSG.search(r.message)
+        if mm:
+            saved = " ".join(mm.group(1).split())
+        elif re.search(r"saved its input here", r.message) and ctx.m.receiver:
+            saved = " ".join(ctx.m.receiver.split())  # a module call: its input is its (first) argument
+        else:
+            continue
+        if not r.end_line:
+            continue
+        sp = Span(r.line, r.column, r.end_line, r.end_column)
+        if not (1 <= sp.line <= sp.end_line <= len(ctx.lines)):
+            continue
+        text = ctx.text(sp)
+        try:
+            node = ast.parse(text, mode="eval").body
+        except SyntaxError:
+            continue
+        hits: list[ast.AST] = []
+        stack: list[ast.AST] = [node]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, _PURE) and " ".join((ast.get_source_segment(text, n) or "").split()) == saved:
+                if _pure(n):
+                    hits.append(n)
+                continue
+            stack.extend(ast.iter_child_nodes(n))
+        if not hits:
+            continue
+        first = ctx.lines[sp.line - 1][sp.column - 1:]
+        tlines = text.split("\n")
+        edits = []
+        for h in hits:
+            el, ec = h.end_lineno, h.end_col_offset  # type: ignore[attr-defined]
+            line = sp.line + el - 1
+            col = (sp.column + _char_col(first, ec)) if el == 1 else _char_col(tlines[el - 1], ec) + 1
+            edits.append(_insert(line, col, ".clone()"))
+        op = r.message.split(" saved", 1)[0]
+        fixes.append(Fix(f"Clone `{_short(saved, 32)}` where {op} uses it (line {r.line}): "
+                         f"`{_short(saved, 32)}.clone()`", True, tuple(edits), kind="clone-at-use"))
+    return fixes
+
+
 # -----------------------------------------------------------------------------------------------------------
 # In-place methods and functions: x.mul_(2), x.mul_(s).add_(m), torch.relu_(x)
 # -----------------------------------------------------------------------------------------------------------
@@ -758,22 +816,62 @@ def _rebinding_only(ctx: Ctx, name: str) -> bool:
 # -----------------------------------------------------------------------------------------------------------
 
 def _carry(ctx: Ctx) -> list[Fix]:
+    """Detach the carried state once the iteration is done with it: ``h = h.detach()`` at the end of the block
+    holding the carry (detaching where it is assigned would also cut the current iteration's gradient when the
+    state feeds this iteration's loss). When the carry is the block's last statement, detach the value."""
+    carry = _sp(ctx.ex.get("carry_stmt_span")) or ctx.m.stmt
     vsp = _sp(ctx.ex.get("value_span"))
-    if vsp is None:
+    name = ctx.m.receiver
+    if not name.isidentifier() or not (1 <= carry.line <= carry.end_line <= len(ctx.lines)):
         return []
+    tuple_state = "LSTM" in ctx.source
+    detached = f"tuple(s.detach() for s in {name})" if tuple_state else f"{name}.detach()"
+    ind = ctx.indent(carry.line)
+    last = carry.end_line
+    for j in range(carry.end_line + 1, len(ctx.lines) + 1):
+        t = ctx.lines[j - 1]
+        if not t.strip():
+            continue
+        if len(t) - len(t.lstrip()) < len(ind):
+            break
+        last = j
+    fixes: list[Fix] = []
+    if vsp is not None and last == carry.end_line and ctx.starts_line(carry):
+        fixes += _detach_value(ctx, vsp, name, tuple_state)
+    if ctx.starts_line(carry):
+        nl = ctx.nl
+        if last < len(ctx.lines):
+            edit = _insert(last + 1, 1, f"{ind}{name} = {detached}{nl}")
+        else:
+            edit = _insert(last, len(ctx.lines[last - 1]) + 1, f"{nl}{ind}{name} = {detached}")
+        fixes.append(Fix(f"Detach `{name}` at the end of the iteration: `{name} = {detached}` (truncates "
+                         "backprop through time)", False, (edit,), kind="detach"))
+    if vsp is not None and last != carry.end_line:
+        fixes += _detach_value(ctx, vsp, name, tuple_state)
+    return fixes
+
+
+def _detach_value(ctx: Ctx, vsp: Span, target: str, tuple_state: bool) -> list[Fix]:
     vtext = ctx.text(vsp)
     try:
         vnode = ast.parse(vtext.strip(), mode="eval").body
     except SyntaxError:
         return []
-    target = ctx.m.receiver or "the state"
+    stmt = _sp(ctx.ex.get("carry_stmt_span")) or ctx.m.stmt
+    whole = ctx.text(stmt)
+    try:
+        snode = ast.parse(whole).body[0]
+    except (SyntaxError, IndexError):
+        return []
+    if not (isinstance(snode, ast.Assign) and len(snode.targets) == 1 and isinstance(snode.targets[0], ast.Name)):
+        return []
     if isinstance(vnode, ast.Tuple) and vnode.elts and "\n" not in vtext:
         parts = [_paren(ast.get_source_segment(vtext.strip(), e) or "", e) + ".detach()" for e in vnode.elts]
         inner = ", ".join(parts)
         new = f"({inner})" if vtext.strip().startswith("(") else inner
         return [Fix(f"Detach each carried tensor: `{target} = {_short(new, 40)}`", False, (_replace(vsp, new),),
                     kind="detach")]
-    if _lstm_state(ctx, vnode):
+    if tuple_state:
         new = f"tuple(s.detach() for s in {vtext})"
         return [Fix(f"Detach the carried state: `{target} = {_short(new, 40)}`", False, (_replace(vsp, new),),
                     kind="detach")]
@@ -785,14 +883,6 @@ def _carry(ctx: Ctx) -> list[Fix]:
         shown = f"({vtext}).detach()"
     return [Fix(f"Detach the carried state: `{target} = {_short(shown, 40)}` (truncates backprop through time)",
                 False, edits, kind="detach")]
-
-
-def _lstm_state(ctx: Ctx, vnode: ast.AST) -> bool:
-    """Is the carried value the (h, c) tuple an LSTM returned (``out, hidden = self.lstm(x, hidden)``)?"""
-    if not isinstance(vnode, ast.Name):
-        return False
-    pat = re.compile(r"^\s*[\w\s,()]*\b" + re.escape(vnode.id) + r"\)?\s*=\s*[\w.]*lstm\w*\(", re.I | re.M)
-    return bool(pat.search(ctx.source))
 
 
 # -----------------------------------------------------------------------------------------------------------
@@ -853,10 +943,13 @@ def build_fixes(finding: Finding, source: str, lines: Sequence[str]) -> list[Fix
     ctx = Ctx(finding, source, lines)
     try:
         fixes = builder(ctx)
-        if finding.code in _NEVER_DETACH and m.kind not in ("step",) and not any(
-                f.kind in ("out-of-place", "remove-inplace") for f in fixes):
-            fixes += _escape_hatch(ctx)
+        if finding.code in _NEVER_DETACH:
+            fixes += _clone_at_use(ctx)
+            if not any(f.kind in ("out-of-place", "remove-inplace", "clone-at-use") for f in fixes):
+                fixes += _escape_hatch(ctx)
         fixes = [f for f in fixes if f.edits and ctx.parses_after(f)]
+        # a safe fix (same forward values) beats an unsafe one; otherwise keep the builder's order
+        fixes.sort(key=lambda f: not f.safe)
     except (SyntaxError, ValueError, IndexError, KeyError, TypeError, AttributeError, RecursionError,
             AssertionError):
         return []
