@@ -213,7 +213,7 @@ class Analyzer:
         else:
             param_rg = MAYBE if self.graph_file else NO
         for p in params + list(args.kwonlyargs):
-            is_tensor = tensor_params or _annotated_tensor(p.annotation)
+            is_tensor = _annotated_tensor(p.annotation) or (tensor_params and p.annotation is None)
             rg = NO if _INT_NAME.search(p.arg) else param_rg  # token ids, labels, masks, indices: integer tensors
             env[p.arg] = defaults.get(p.arg) or fresh(p.arg, rg=rg, maybe_tensor=not is_tensor)
         if args.vararg:
@@ -252,6 +252,7 @@ class Analyzer:
         obj = self.default_instances.get(key)
         if obj is None:
             obj = Obj("local", cls.name, cls)
+            obj.training = True  # analysed as trained: eval-only paths are checked where a caller calls .eval()
             self.default_instances[key] = obj
             init = cls.find_method("__init__")
             if init is not None:
@@ -847,7 +848,14 @@ class Analyzer:
         return self.binop(a, b, n.op, n, st, fr)
 
     def binop(self, a: Val, b: Val, op: ast.operator, n: ast.AST, st: State, fr: Frame) -> Val:
-        if isinstance(a, T) or isinstance(b, T):
+        def real(v: Val) -> bool:
+            return isinstance(v, T) and not v.maybe_tensor
+
+        if isinstance(a, Seq) and isinstance(op, (ast.Mult, ast.Add)) and not real(b):
+            pass  # list arithmetic ([x] * n, a + b), below
+        elif isinstance(b, Seq) and isinstance(op, ast.Mult) and not real(a):
+            return Seq(None, b.elem, b.kind)  # n * [x]
+        elif isinstance(a, T) or isinstance(b, T):
             name = BINOPS.get(type(op), "add")
             info = self.kb.get(f"operator.{name}")
             if info is not None:
@@ -860,7 +868,7 @@ class Analyzer:
                 return Seq.of(a.items + b.items, a.kind)
             return Seq(None, join(a.elem, b.elem), a.kind)
         if isinstance(a, Seq) and isinstance(op, ast.Mult):
-            return Seq(None, a.elem, a.kind)
+            return Seq(None, a.elem, a.kind)  # [x] * n
         if isinstance(a, Const) and isinstance(b, Const) and a.known and b.known:
             try:
                 return Const(_fold(op, a.value, b.value))
@@ -1040,7 +1048,7 @@ class Analyzer:
             if v.maybe_tuple:
                 return T(frozenset({Storage("element")}), rg=v.rg, prov=v.prov, maybe_tuple=True, origin="element")
             if v.maybe_tensor:
-                return fresh("element", rg=MAYBE, maybe_tensor=True)
+                return fresh("element", rg=v.rg, maybe_tensor=True)
             return T(v.storages, rg=v.rg, leaf=v.leaf, view="multi", view_op="iterating a tensor (unbind)",
                      prov=v.prov, origin="iteration")
         if isinstance(v, (Seq, Alt)):
@@ -1130,6 +1138,7 @@ class Analyzer:
                      origin="nn.Parameter")
         if qual in CONTAINER_MODULES:
             o = Obj(CONTAINER_MODULES[qual], qual)
+            o.training = True
             o.ctor = Site.of(n)
             o.entries = self._entries(pos)
             return o
@@ -1308,7 +1317,7 @@ class Analyzer:
                 rg = max(rg, v.rg)
                 prov |= v.prov
             else:
-                r, p = _tensor_facts(v)
+                r, p = _tensor_facts(v, real_only=True)  # a list of Python numbers is not a graph
                 if r:
                     rg = max(rg, MAYBE)
                 prov |= p
@@ -1473,7 +1482,9 @@ class Analyzer:
             res = vt
         else:
             # Ops that return tuples (topk, sort, max(dim), LSTM): unpacking yields their outputs, not views.
-            res = T(frozenset({Storage(display)}), rg=MAYBE if only_maybe else out_rg, prov=prov, origin=display,
+            if only_maybe:
+                out_rg = max((v.rg for v in bound.values() if isinstance(v, T)), default=NO)
+            res = T(frozenset({Storage(display)}), rg=out_rg, prov=prov, origin=display,
                     maybe_tuple=info.returns_tuple, maybe_tensor=only_maybe)
             if only_maybe:
                 return res
@@ -1696,6 +1707,7 @@ class Analyzer:
     # modules -----------------------------------------------------------------------
     def construct_module(self, info: OpInfo, pos: list[Val], kw: dict[str, Val], n: ast.AST) -> Obj:
         o = Obj("torch", info.name)
+        o.training = True
         o.ctor = Site.of(n)
         if info.inplace_kwarg:
             params = list(info.params)
@@ -1786,6 +1798,7 @@ class Analyzer:
             return UNKNOWN
         tb = ci.torch_bases()
         o = Obj("local", ci.name, ci)
+        o.training = True
         o.ctor = Site.of(n)
         init = ci.find_method("__init__")
         if init is not None:
@@ -2054,9 +2067,11 @@ def _storages_of(v: Val, depth: int = 0) -> set[Storage]:
     return set()
 
 
-def _tensor_facts(v: Val, depth: int = 0) -> tuple[bool, frozenset[Any]]:
+def _tensor_facts(v: Val, depth: int = 0, real_only: bool = False) -> tuple[bool, frozenset[Any]]:
     """(may require grad, provenance) of a value that may be a tensor or a sequence of tensors."""
     if isinstance(v, T):
+        if real_only and v.maybe_tensor:
+            return False, frozenset()
         return v.rg >= MAYBE, v.prov
     if depth < 3 and isinstance(v, (Seq, Alt)):
         rg = False
@@ -2064,7 +2079,7 @@ def _tensor_facts(v: Val, depth: int = 0) -> tuple[bool, frozenset[Any]]:
         seqs = v.alts if isinstance(v, Alt) else (v,)
         for s in seqs:
             for x in (s.items if s.items is not None else (s.elem,)):
-                r, p = _tensor_facts(x, depth + 1)
+                r, p = _tensor_facts(x, depth + 1, real_only)
                 rg = rg or r
                 prov |= p
         return rg, prov
