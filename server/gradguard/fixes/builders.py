@@ -180,7 +180,16 @@ class Ctx:
         new = apply_edits(old, shifted)
         if _parses(old):
             return _parses(new)
-        return True  # a fragment of a larger statement: libcst generated it, trust it
+        # a fragment of a larger statement: check the whole file
+        return _parses_module(apply_edits(self.source, fix.edits))
+
+
+def _parses_module(text: str) -> bool:
+    try:
+        ast.parse(text)
+        return True
+    except (SyntaxError, ValueError):
+        return False
 
 
 def _parses(text: str) -> bool:
@@ -731,10 +740,13 @@ def _inplace_flag(ctx: Ctx) -> list[Fix]:
         rel = _rel_offset(ctx, ctor, kw)
         for i, a in enumerate(cnode.args):
             a_off = _node_offset(ctext, a)
-            if a_off == rel:
+            if a_off == rel and kw != ctor:
                 index = i
-        if index is None:
-            return []
+        if index is None:  # the span did not single out the flag: the last positional literal True
+            trues = [i for i, a in enumerate(cnode.args) if isinstance(a, ast.Constant) and a.value is True]
+            if not trues:
+                return []
+            index = trues[-1]
     else:
         if not any(k.arg == "inplace" for k in cnode.keywords):
             return []
@@ -890,26 +902,50 @@ def _detach_value(ctx: Ctx, vsp: Span, target: str, tuple_state: bool) -> list[F
 # -----------------------------------------------------------------------------------------------------------
 
 def _step(ctx: Ctx) -> list[Fix]:
+    """Move the parameter update after the later backward. When the update sits inside a block (``with
+    torch.no_grad(): for p in ...: p -= ...``), the whole statement of the backward's block holding it moves."""
     step = _sp(ctx.ex.get("step_stmt_span")) or ctx.m.stmt
     bw = _sp(ctx.ex.get("backward_stmt_span"))
     fixes: list[Fix] = []
-    if bw is not None and bw.line > step.end_line and ctx.own_lines(step) and ctx.own_lines(bw):
-        step_lines = ctx.lines[step.line - 1:step.end_line]
-        sind = ctx.indent(step.line)
+    if bw is not None and bw.line > step.end_line and ctx.own_lines(bw) and ctx.starts_line(step):
         bind = ctx.indent(bw.line)
-        moved = [bind + ln[len(sind):] if ln.startswith(sind) else ln for ln in step_lines]
+        first, last = step.line, step.end_line
+        # climb to the statement of the backward's block that holds the step
+        while len(ctx.indent(first)) > len(bind):
+            first -= 1
+            while first >= 1 and (not ctx.lines[first - 1].strip() or ctx.lines[first - 1].lstrip().startswith("#")):
+                first -= 1
+            if first < 1:
+                return []
+        if ctx.indent(first) != bind:
+            return []
+        # ... and down to its last line
+        for j in range(last + 1, bw.line):
+            t = ctx.lines[j - 1]
+            if t.strip() and len(t) - len(t.lstrip()) <= len(bind) and not t.strip().startswith((")", "]", "}")):
+                break
+            if t.strip():
+                last = j
+        if first < step.line:
+            # the block must not hold anything but the update: else moving it moves more than the step
+            body = [ctx.lines[j - 1].strip() for j in range(first, last + 1) if ctx.lines[j - 1].strip()]
+            if any(".backward(" in b for b in body):
+                return []
+        block = ctx.lines[first - 1:last]
         nl = ctx.nl
         stext = _short(ctx.text(step), 32)
-        edits: list[Edit] = [Edit(step.line, 1, step.end_line + 1, 1, "")]
+        where = f"lines {first}-{last}" if last > first else f"line {first}"
+        edits: list[Edit] = [Edit(first, 1, last + 1, 1, "")]
         if bw.end_line < len(ctx.lines):
-            edits.append(_insert(bw.end_line + 1, 1, nl.join(moved) + nl))
+            edits.append(_insert(bw.end_line + 1, 1, nl.join(block) + nl))
         else:
             end_col = len(ctx.lines[bw.end_line - 1]) + 1
-            edits.append(_insert(bw.end_line, end_col, nl + nl.join(moved)))
-        fixes.append(Fix(f"Move `{stext}` after the backward at line {bw.line}", False, tuple(edits),
-                         kind="reorder-step"))
-    fixes += _escape_hatch(ctx, end_line=bw.end_line if bw is not None else None) if bw is not None and \
-        bw.line > step.line else []
+            edits.append(_insert(bw.end_line, end_col, nl + nl.join(block)))
+        title = f"Move `{stext}` after the backward at line {bw.line}" if first == step.line else \
+            f"Move the update ({where}, with `{stext}`) after the backward at line {bw.line}"
+        fixes.append(Fix(title, False, tuple(edits), kind="reorder-step"))
+    if bw is not None and bw.line > step.line:
+        fixes += _escape_hatch(ctx, end_line=bw.end_line)
     return fixes
 
 
