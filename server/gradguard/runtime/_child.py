@@ -461,8 +461,15 @@ def _wrap_engine(torch: Any) -> None:
 
     orig = tg._engine_run_backward
 
+    from torch.utils._python_dispatch import _get_current_dispatch_mode, _pop_mode_temporarily
+
     def _engine_run_backward(t_outputs: Any, *args: Any, **kwargs: Any) -> Any:
         try:
+            mode = _tracer_state.get("mode")
+            if mode is not None and _get_current_dispatch_mode() is mode:
+                # The backward pass itself runs without the write log (half the ops, none of the user's writes).
+                with _pop_mode_temporarily():
+                    return orig(t_outputs, *args, **kwargs)
             return orig(t_outputs, *args, **kwargs)
         except RuntimeError as exc:
             if _enabled[0] and INPLACE_MSG in str(exc):
