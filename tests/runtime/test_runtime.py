@@ -311,6 +311,19 @@ def test_cli_module_and_args(tmp_path: Path) -> None:
     assert rep["status"] == "failed" and rep["exit_code"] == 3
 
 
+def test_cli_python_option(tmp_path: Path) -> None:
+    p = tmp_path / "which.py"
+    p.write_text("import sys\nprint('exe', sys.executable)\n")
+    proc = subprocess.run([*GRADGUARD, "run", "--python", sys.executable, str(p)], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0 and f"exe {sys.executable}" in proc.stdout
+    assert "the script never imported torch" in proc.stderr
+    bad = subprocess.run([*GRADGUARD, "run", "--format", "json", "--python", str(tmp_path / "nope"), str(p)],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2
+    assert json.loads(bad.stdout)["error"]["type"] == "LaunchError"
+
+
 def test_api_import_does_not_import_torch() -> None:
     code = "import sys, gradguard.runtime.api, gradguard.runtime.report; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -760,6 +760,9 @@ class _TorchImportHook:
         hook = self
 
         class _Loader:
+            def __getattr__(self, name: str) -> Any:  # get_filename, is_package, resource readers...
+                return getattr(loader, name)
+
             def create_module(self, s: Any) -> Any:
                 return loader.create_module(s)
 
