@@ -497,11 +497,15 @@ def _stmt_at(tree: ast.AST, line: int) -> ast.stmt | None:
     return best
 
 
+_AUG = {"Add": "+=", "Sub": "-=", "Mult": "*=", "Div": "/=", "FloorDiv": "//=", "Mod": "%=", "Pow": "**=",
+        "MatMult": "@=", "BitAnd": "&=", "BitOr": "|=", "BitXor": "^=", "LShift": "<<=", "RShift": ">>="}
+
+
 def _inplace_receivers(stmt: ast.stmt) -> list[tuple[ast.expr, str, ast.AST]]:
     """(receiver expression, op text, node) of the in-place operations in one statement."""
     out: list[tuple[ast.expr, str, ast.AST]] = []
     if isinstance(stmt, ast.AugAssign):
-        out.append((stmt.target, type(stmt.op).__name__, stmt))
+        out.append((stmt.target, _AUG.get(type(stmt.op).__name__, "augmented assignment"), stmt))
     if isinstance(stmt, ast.Assign):
         for t in stmt.targets:
             if isinstance(t, ast.Subscript):
@@ -593,13 +597,25 @@ def _forward_incident(torch: Any, exc: BaseException, tb: Any) -> None:
             stmt = _stmt_at(tree, target_tb.tb_lineno)
             cands = _inplace_receivers(stmt) if stmt is not None else []
             _, col, _, _ = _position(fr.f_code, target_tb.tb_lasti, target_tb.tb_lineno)
-            # Prefer the in-place op whose span holds the failing instruction.
-            cands.sort(key=lambda c: not (getattr(c[2], "col_offset", 0) + 1 <= col <= getattr(c[2], "end_col_offset", 0) + 1))
-            for expr, op, _node in cands:
+            # Prefer the innermost in-place op whose span holds the failing instruction, then one whose receiver
+            # can be looked up (a name, an attribute, a list item) and is a tensor.
+            def _rank(c: tuple) -> tuple:
+                node = c[2]
+                lo = getattr(node, "col_offset", 0) + 1
+                hi = getattr(node, "end_col_offset", 0) + 1
+                same_line = getattr(node, "lineno", 0) == target_tb.tb_lineno
+                holds = same_line and lo <= col <= hi
+                return (not holds, hi - lo)
+
+            evaluated = []
+            for c in sorted(cands, key=_rank):
                 try:
-                    val = _safe_eval(expr, fr)
+                    v = _safe_eval(c[0], fr)
                 except Exception:
-                    val = None
+                    v = None
+                evaluated.append((c, v))
+            evaluated.sort(key=lambda cv: not isinstance(cv[1], torch.Tensor))  # stable: keeps the span order
+            for (expr, op, _node), val in evaluated:
                 if val is not None and not isinstance(val, torch.Tensor):
                     continue
                 inc["receiver"] = ast.unparse(expr)

@@ -265,8 +265,8 @@ def _forward_incident(inc: dict[str, Any], out: dict[str, Any]) -> None:
     elif kind == "view_of_leaf":
         msg = f"`{op}` modifies `{recv}` in place, a view of a leaf tensor that requires grad"
     else:
-        src = _op_from_node(inc.get("view_of")) if inc.get("view_of") else "a multi-output op"
-        msg = f"`{op}` modifies `{recv}` in place, a view returned by `{src}` that autograd cannot rebase"
+        src = f"`{_op_from_node(inc.get('view_of'))}`" if inc.get("view_of") else "an op returning several views"
+        msg = f"`{op}` modifies `{recv}` in place, a view returned by {src} that autograd cannot rebase"
     related = []
     if origin is not None:
         related.append(_related(origin, f"`{recv}` comes from here"))
