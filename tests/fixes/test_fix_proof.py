@@ -1,0 +1,92 @@
+"""Proof by execution (torch): every error case of the corpus and every error fixture, fixed by gradguard's
+preferred fixes (to a fixpoint), parses, no longer reports what was fixed, runs backward successfully, and -
+where every applied fix is marked safe - computes the same losses and leaf gradients as the reference.
+
+Two sources of findings: the analyzer (``check_source``), and the findings built by hand for the corpus
+culprit lines (corpus_findings.py), which prove the builders independently of the analyzer.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import proof
+from corpus_findings import EXPECTED, handmade_finder
+
+pytestmark = pytest.mark.torch
+
+# Cases the analyzer flags but no local rewrite fixes (see docs/fixes.md): the graph is built once, outside the
+# loop (or in __init__), and every iteration's backward goes through it after optimizer.step(). The fix is a
+# design decision: rebuild it per iteration, or detach it (the module it came from then gets no gradient).
+KNOWN_UNFIXED = {
+    "pos_050": "graph built in __init__ (self.mask_e) is reused by every iteration's backward after step()",
+    "gg202/pos_step_in_loop_cached_features": "features computed once before the loop, backward through them "
+                                              "after every step()",
+}
+
+ANALYZER_CASES = proof.corpus_cases() + proof.fixture_cases()
+HANDMADE_CASES = [c for c in proof.corpus_cases() if c.id in EXPECTED]
+
+
+@pytest.fixture(scope="module")
+def proven(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, proof.Case]]:
+    work = tmp_path_factory.mktemp("fixed")
+    analyzer = [proof.Case(c.id, c.path, c.reference) for c in ANALYZER_CASES]
+    handmade = [proof.Case(c.id, c.path, c.reference) for c in HANDMADE_CASES]
+    proof.prepare(analyzer, work / "analyzer")
+    proof.prepare(handmade, work / "handmade", handmade_finder({c.id: str(c.path) for c in handmade}))
+    proof.execute(analyzer + handmade)
+    print("\n" + proof.report(analyzer))
+    return {"analyzer": {c.id: c for c in analyzer}, "handmade": {c.id: c for c in handmade}}
+
+
+def check_case(c: proof.Case) -> None:
+    assert c.changed, f"{c.id}: no fix applied (findings: {c.findings_before})"
+    assert proof.parses(c.fixed), f"{c.id}: the fixed file does not parse"
+    assert not c.left, f"{c.id}: re-checking still reports what was fixed: {c.left}"
+    assert c.run is not None
+    assert c.run["ok"], f"{c.id}: the fixed file fails: {c.run.get('error')}\n{c.fixed}"
+    assert c.run["records"], f"{c.id}: the fixed file ran no backward"
+    if c.all_safe:
+        same, why = proof.same_as_reference(c)
+        assert same, f"{c.id}: fixes marked safe changed the results: {why}\n{c.applied}"
+
+
+@pytest.mark.parametrize("cid", [c.id for c in ANALYZER_CASES])
+def test_analyzer_findings_fixed_and_proven(cid: str, proven: dict[str, dict[str, proof.Case]]) -> None:
+    c = proven["analyzer"][cid]
+    if cid in KNOWN_UNFIXED:
+        pytest.xfail(KNOWN_UNFIXED[cid])
+    if not c.findings_before:
+        pytest.skip(f"{cid}: the analyzer reports nothing here (nothing to fix)")
+    check_case(c)
+
+
+@pytest.mark.parametrize("cid", [c.id for c in HANDMADE_CASES])
+def test_handmade_corpus_findings_fixed_and_proven(cid: str, proven: dict[str, dict[str, proof.Case]]) -> None:
+    check_case(proven["handmade"][cid])
+
+
+def test_reference_runs_are_real(proven: dict[str, dict[str, proof.Case]]) -> None:
+    """The harness itself: references ran and recorded gradients, and an unfixed error case fails."""
+    cases = list(proven["handmade"].values())
+    assert all(c.ref_run and c.ref_run["ok"] and c.ref_run["records"] for c in cases)
+    assert any(g["values"] for c in cases for r in c.ref_run["records"] for g in r["grads"])  # type: ignore[index]
+    broken = proof.run_traced([str(cases[0].path)], jobs=1)[str(cases[0].path)]
+    assert not broken["ok"] and "inplace" in broken["error"]
+
+
+def test_safe_fixes_are_compared(proven: dict[str, dict[str, proof.Case]]) -> None:
+    """Enough cases are fixed by safe fixes alone for the value comparison to mean something."""
+    safe = [c for c in proven["analyzer"].values() if c.all_safe and c.run and c.run["ok"]]
+    assert len(safe) >= 10, [c.id for c in safe]
+
+
+def test_comparison_detects_a_changed_gradient(tmp_path: Path, proven: dict[str, dict[str, proof.Case]]) -> None:
+    c = next(c for c in proven["handmade"].values() if c.all_safe)
+    assert c.run is not None
+    tampered = proof.Case(c.id, c.path, c.reference, run={"ok": True, "records": [
+        {"loss": r["loss"], "grads": [dict(g, values=[v + 1.0 for v in g["values"]]) for g in r["grads"]]}
+        for r in c.run["records"]]}, ref_run=c.ref_run)
+    assert not proof.same_as_reference(tampered)[0]
