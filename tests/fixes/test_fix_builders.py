@@ -7,10 +7,9 @@ import ast
 import textwrap
 
 import pytest
-from handmade import make
-
 from gradguard.fixes import apply_edits, attach_fixes, fix_text
 from gradguard.model import Edit, Finding, Fix
+from handmade import make
 
 
 def fixes_for(src: str, line: int, code: str, kind: str, **kw) -> tuple[Finding, list[Fix]]:
@@ -349,7 +348,7 @@ def test_module_call_edits_the_constructor_on_another_line() -> None:
                 x = self.drop(x)
                 return x
         """)
-    new, fix = preferred(src, 8, "GG102", "module_call", ctor_line=5)
+    new, _ = preferred(src, 8, "GG102", "module_call", ctor_line=5)
     assert new.splitlines()[4] == "        self.drop = nn.Dropout2d(p=0.1)"
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 import proof
+import pytest
 from corpus_findings import EXPECTED, handmade_finder
 
 pytestmark = pytest.mark.torch
