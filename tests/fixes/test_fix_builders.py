@@ -483,3 +483,41 @@ def test_builders_never_raise_on_inconsistent_spans() -> None:
 
 def test_edit_positions_are_exclusive_and_one_based() -> None:
     assert apply_edits("abc\ndef\n", [Edit(2, 2, 2, 3, "X")]) == "abc\ndXf\n"
+
+
+def test_privacy_ignores_aliases_made_after_the_mutation_but_not_in_a_loop() -> None:
+    from gradguard.fixes.scope import is_private_tensor
+
+    after = d("""
+        import torch
+        def f(x):
+            conf = torch.sigmoid(x)
+            conf.clamp_(0.1, 0.9)
+            return x, conf
+        """)
+    assert is_private_tensor(after, after.splitlines(), 4, "conf")
+    looped = d("""
+        import torch
+        def f(x, n):
+            outs = []
+            for _ in range(n):
+                h = torch.sigmoid(x)
+                h.clamp_(0.1, 0.9)
+                outs.append(h)
+            return outs
+        """)
+    # conservative: a container store inside the loop holding the mutation counts, even though a new h is
+    # bound each iteration before it is modified
+    assert not is_private_tensor(looped, looped.splitlines(), 6, "h")
+    aliased = d("""
+        import torch
+        def f(x, n):
+            h = torch.sigmoid(x)
+            for _ in range(n):
+                keep = h
+                h.clamp_(0.1, 0.9)
+            return keep
+        """)
+    assert not is_private_tensor(aliased, aliased.splitlines(), 6, "h")
+    view = "import torch\ny = torch.randn(3).exp()\nv = y.view(3)\nv.mul_(2)\n"
+    assert not is_private_tensor(view, view.splitlines(), 4, "v")

@@ -71,6 +71,8 @@ def test_handmade_corpus_findings_fixed_and_proven(cid: str, proven: dict[str, d
 def test_reference_runs_are_real(proven: dict[str, dict[str, proof.Case]]) -> None:
     """The harness itself: references ran and recorded gradients, and an unfixed error case fails."""
     cases = list(proven["handmade"].values())
+    if not cases:
+        pytest.skip("the corpus is not next to the repository (GRADGUARD_CORPUS)")
     assert all(c.ref_run and c.ref_run["ok"] and c.ref_run["records"] for c in cases)
     assert any(g["values"] for c in cases for r in c.ref_run["records"] for g in r["grads"])  # type: ignore[index]
     broken = proof.run_traced([str(cases[0].path)], jobs=1)[str(cases[0].path)]
@@ -84,7 +86,9 @@ def test_safe_fixes_are_compared(proven: dict[str, dict[str, proof.Case]]) -> No
 
 
 def test_comparison_detects_a_changed_gradient(tmp_path: Path, proven: dict[str, dict[str, proof.Case]]) -> None:
-    c = next(c for c in proven["handmade"].values() if c.all_safe)
+    c = next((c for c in proven["analyzer"].values() if c.all_safe and c.run and c.run["ok"]), None)
+    if c is None:
+        pytest.skip("no safely fixed case")
     assert c.run is not None
     tampered = proof.Case(c.id, c.path, c.reference, run={"ok": True, "records": [
         {"loss": r["loss"], "grads": [dict(g, values=[v + 1.0 for v in g["values"]]) for g in r["grads"]]}

@@ -137,7 +137,17 @@ def is_private_tensor(source: str, lines: Sequence[str], line: int, name: str) -
     found = enclosing_scope(source, lines, line)
     if found is None:
         return False
-    scope, _offset = found
+    scope, offset = found
+    rel = line - offset  # the mutation's line in the scope's own numbering
+    # Aliases made after the mutation do not matter (they see the rebound name), unless a loop brings them back
+    # before it: the danger zone is everything before the mutation plus every loop that holds it.
+    loops = [(n.lineno, n.end_lineno or n.lineno) for n in _scope_nodes(scope)
+             if isinstance(n, (ast.For, ast.AsyncFor, ast.While)) and n.lineno <= rel <= (n.end_lineno or n.lineno)]
+
+    def before(n: ast.AST) -> bool:
+        ln = getattr(n, "lineno", 0)
+        return ln < rel or any(a <= ln <= b for a, b in loops)
+
     if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
         a = scope.args
         params = [*a.posonlyargs, *a.args, *a.kwonlyargs]
@@ -157,7 +167,7 @@ def is_private_tensor(source: str, lines: Sequence[str], line: int, name: str) -
                 if len(n.targets) > 1 or not isinstance(hit[0], ast.Name) or not makes_new_tensor(n.value):
                     return False
                 bindings += 1
-            if isinstance(n.value, ast.Name) and n.value.id == name:
+            if isinstance(n.value, ast.Name) and n.value.id == name and before(n):
                 return False  # y = x: an alias
         elif isinstance(n, (ast.AnnAssign,)):
             if isinstance(n.target, ast.Name) and n.target.id == name:
@@ -174,16 +184,16 @@ def is_private_tensor(source: str, lines: Sequence[str], line: int, name: str) -
             if n.target.id == name and not makes_new_tensor(n.value):
                 return False
         elif isinstance(n, (ast.List, ast.Tuple, ast.Set)) and isinstance(getattr(n, "ctx", ast.Load()), ast.Load):
-            if any(isinstance(e, ast.Name) and e.id == name for e in n.elts):
+            if any(isinstance(e, ast.Name) and e.id == name for e in n.elts) and before(n):
                 return False  # stored in a container
         elif isinstance(n, ast.Dict):
-            if any(isinstance(e, ast.Name) and e.id == name for e in n.values):
+            if any(isinstance(e, ast.Name) and e.id == name for e in n.values) and before(n):
                 return False
         elif isinstance(n, (ast.Yield, ast.YieldFrom)):
-            if isinstance(n.value, ast.Name) and n.value.id == name:
+            if isinstance(n.value, ast.Name) and n.value.id == name and before(n):
                 return False
         elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _STORE_CALLS:
-            if any(isinstance(e, ast.Name) and e.id == name for e in n.args):
+            if any(isinstance(e, ast.Name) and e.id == name for e in n.args) and before(n):
                 return False
         elif isinstance(n, (ast.Import, ast.ImportFrom)):
             if any((al.asname or al.name) == name for al in n.names):
