@@ -1,0 +1,1 @@
+"""The runtime doctor (`gradguard run`): see docs/runtime.md. Importing this package does not import torch."""
