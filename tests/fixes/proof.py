@@ -87,6 +87,26 @@ def fixture_cases() -> list[Case]:
     return out
 
 
+def rule_example_cases(workdir: Path) -> list[Case]:
+    """The INVALID examples of every rule's docs (written to ``workdir``; reference: allow_mutation run)."""
+    from gradguard.rules import ALL_RULES
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    out = []
+    for r in ALL_RULES:
+        for i, src in enumerate(r.INVALID):
+            p = workdir / f"{r.code.lower()}_invalid_{i}.py"
+            p.write_text(src.lstrip(), encoding="utf-8")
+            out.append(Case(f"rules/{r.code}_INVALID_{i}", p, None))
+    return out
+
+
+def rule_example_ids() -> list[str]:
+    from gradguard.rules import ALL_RULES
+
+    return [f"rules/{r.code}_INVALID_{i}" for r in ALL_RULES for i in range(len(r.INVALID))]
+
+
 def analyzer_finder(source: str, path: str) -> list:
     from gradguard.api import check_source
 
@@ -285,9 +305,10 @@ def report(cases: list[Case]) -> str:
 def main() -> int:
     sys.path.insert(0, str(ROOT / "server"))
     which = sys.argv[1] if len(sys.argv) > 1 else "all"
-    cases = (corpus_cases() if which in ("all", "corpus") else []) + \
-        (fixture_cases() if which in ("all", "fixtures") else [])
     with tempfile.TemporaryDirectory() as tmp:
+        cases = (corpus_cases() if which in ("all", "corpus") else []) + \
+            (fixture_cases() if which in ("all", "fixtures") else []) + \
+            (rule_example_cases(Path(tmp) / "rules") if which in ("all", "rules") else [])
         prove(cases, Path(tmp))
         print(report(cases))
         if "-v" in sys.argv:

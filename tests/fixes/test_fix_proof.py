@@ -26,6 +26,7 @@ KNOWN_UNFIXED = {
 }
 
 ANALYZER_CASES = proof.corpus_cases() + proof.fixture_cases()
+RULE_EXAMPLES = proof.rule_example_ids()
 HANDMADE_CASES = [c for c in proof.corpus_cases() if c.id in EXPECTED]
 
 
@@ -33,6 +34,7 @@ HANDMADE_CASES = [c for c in proof.corpus_cases() if c.id in EXPECTED]
 def proven(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, proof.Case]]:
     work = tmp_path_factory.mktemp("fixed")
     analyzer = [proof.Case(c.id, c.path, c.reference) for c in ANALYZER_CASES]
+    analyzer += proof.rule_example_cases(work / "rules")
     handmade = [proof.Case(c.id, c.path, c.reference) for c in HANDMADE_CASES]
     proof.prepare(analyzer, work / "analyzer")
     proof.prepare(handmade, work / "handmade", handmade_finder({c.id: str(c.path) for c in handmade}))
@@ -53,7 +55,7 @@ def check_case(c: proof.Case) -> None:
         assert same, f"{c.id}: fixes marked safe changed the results: {why}\n{c.applied}"
 
 
-@pytest.mark.parametrize("cid", [c.id for c in ANALYZER_CASES])
+@pytest.mark.parametrize("cid", [c.id for c in ANALYZER_CASES] + RULE_EXAMPLES)
 def test_analyzer_findings_fixed_and_proven(cid: str, proven: dict[str, dict[str, proof.Case]]) -> None:
     c = proven["analyzer"][cid]
     if cid in KNOWN_UNFIXED:

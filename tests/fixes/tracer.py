@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import runpy
 import signal
 import sys
@@ -81,6 +82,8 @@ def run_one(path: str, allow_mutation: bool, out_file: str) -> None:
     os.chdir(os.path.dirname(os.path.abspath(path)))
     sys.argv = [path]
     result: dict[str, Any] = {"ok": True, "error": "", "records": records}
+    torch.manual_seed(0)  # scripts that do not seed still compare run to run
+    random.seed(0)
     try:
         if allow_mutation:
             with torch.autograd.graph.allow_mutation_on_saved_tensors():
