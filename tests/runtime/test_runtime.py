@@ -292,6 +292,8 @@ def test_cli_json_and_exit_code(tmp_path: Path) -> None:
     assert [(c["line"], c["op"]) for c in rep["culprits"]] == [(4, "mul_")]
     assert [(s["line"], s["op"]) for s in rep["saved_by"]] == [(3, "sigmoid")]
     assert rep["diagnostics"][0]["related"][0]["line"] == 3
+    # the static analyzer's fixes for the same line come along, for an editor's quick fix
+    assert rep["diagnostics"][0]["fixes"] and rep["diagnostics"][0]["fixes"][0]["edits"]
     text = subprocess.run([*GRADGUARD, "run", str(p)], capture_output=True, text=True, timeout=120)
     assert text.returncode == 1
     assert "changed by  `mul_` at" in text.stderr and "saved by    `sigmoid` at" in text.stderr

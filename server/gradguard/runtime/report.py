@@ -284,6 +284,33 @@ def _forward_incident(inc: dict[str, Any], out: dict[str, Any]) -> None:
                              "origin": origin})
 
 
+def attach_static_fixes(diagnostics: list[dict[str, Any]]) -> None:
+    """Give each runtime diagnostic the fixes ``gradguard check`` computes for the same line (same rule first), so
+    that an editor can offer them as quick fixes. Best effort: the report never depends on it."""
+    by_path: dict[str, list[dict[str, Any]]] = {}
+    for d in diagnostics:
+        if os.path.isfile(d["path"]) and "site-packages" not in d["path"] and "dist-packages" not in d["path"]:
+            by_path.setdefault(d["path"], []).append(d)
+    if not by_path:
+        return
+    try:
+        from gradguard.api import check_file
+        from gradguard.config import Config
+    except Exception:
+        return
+    for path, diags in by_path.items():
+        try:
+            found = check_file(path, Config(), fixes=True)
+        except Exception:
+            continue
+        for d in diags:
+            same_line = [f for f in found if f.line == d["line"] and f.fixes]
+            same_line.sort(key=lambda f: f.code != d["code"])
+            if same_line:
+                d["fixes"] = [x.to_json() for x in same_line[0].fixes]
+                d["static_code"] = same_line[0].code
+
+
 def build_report(
     facts: dict[str, Any] | None,
     *,
@@ -294,6 +321,7 @@ def build_report(
     interrupted: bool = False,
     elapsed: float | None = None,
     launch_error: str | None = None,
+    static_fixes: bool = True,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {"status": "failed", "exit_code": exit_code, "error": None, "culprits": [],
                            "saved_by": [], "diagnostics": [], "incidents": [], "target": target, "stats": {}}
@@ -327,6 +355,8 @@ def build_report(
                 _version_incident(i, out)
             else:
                 _forward_incident(i, out)
+        if static_fixes:
+            attach_static_fixes(out["diagnostics"])
     elif timed_out or interrupted:
         out["status"] = "failed"
     elif exc and any(m in exc.get("message", "") for m in AUTOGRAD_INPLACE_MESSAGES):
