@@ -30,6 +30,7 @@ RUNNER = r"""
 import json, os, runpy, signal, sys, tempfile, traceback
 import torch
 
+torch.set_num_threads(1)  # tiny scripts; no intra-op thread pool alive across fork()
 # Warm up once what every child would otherwise load lazily (optimizers pull in torch._dynamo on first step).
 _m = torch.nn.Linear(2, 2)
 for _opt in (torch.optim.SGD(_m.parameters(), lr=0.1), torch.optim.Adam(_m.parameters())):
