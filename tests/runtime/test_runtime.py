@@ -326,6 +326,26 @@ def test_cli_python_option(tmp_path: Path) -> None:
     assert json.loads(bad.stdout)["error"]["type"] == "LaunchError"
 
 
+def test_why_no_saved_tensor_hooks() -> None:
+    """The design note in docs/runtime.md, checked on the installed torch: identity saved-tensor hooks switch off
+    torch's version check (the in-place error silently disappears), and torch.func refuses to run under them."""
+    import torch
+
+    a = torch.randn(3, requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+        b = a.sigmoid()
+        b.mul_(2)
+        b.sum().backward()  # no error: wrong gradients
+    assert a.grad is not None
+    a.grad = None
+    b = a.sigmoid()
+    b.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        b.sum().backward()
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t), pytest.raises(RuntimeError):
+        torch.func.grad(lambda t: t.sin().sum())(torch.randn(3))
+
+
 def test_api_import_does_not_import_torch() -> None:
     code = "import sys, gradguard.runtime.api, gradguard.runtime.report; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
