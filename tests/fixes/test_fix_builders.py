@@ -521,3 +521,15 @@ def test_privacy_ignores_aliases_made_after_the_mutation_but_not_in_a_loop() -> 
     assert not is_private_tensor(aliased, aliased.splitlines(), 6, "h")
     view = "import torch\ny = torch.randn(3).exp()\nv = y.view(3)\nv.mul_(2)\n"
     assert not is_private_tensor(view, view.splitlines(), 4, "v")
+
+
+def test_carry_in_a_block_ending_with_return_detaches_where_the_state_is_read() -> None:
+    src = d("""
+        class StreamingRNN:
+            def forward(self, x):
+                self.hidden = self.cell(x, self.hidden)
+                return self.head(self.hidden)
+        """)
+    new, fix = preferred(src, 3, "GG201", "carry")
+    assert new.splitlines()[2] == "        self.hidden = self.cell(x, self.hidden.detach())"
+    assert not fix.safe

@@ -464,7 +464,8 @@ def _rebind_chain(ctx: Ctx, st: Stmt, calls: list[ast.Call], root: ast.AST, flag
     preview = _short(apply_edits(st.text, shifted))
     safe = isinstance(root, ast.Name) and code in ("GG101",) and ctx.private(root.id) and \
         ctx.f.mutation is not None and not ctx.ex.get("is_view")
-    return [Fix(f"Rewrite `{old}` as `{preview}`", safe, tuple(edits), kind="out-of-place")]
+    note = " (the tensor it views is no longer modified)" if code == "GG302" else ""
+    return [Fix(f"Rewrite `{old}` as `{preview}`{note}", safe, tuple(edits), kind="out-of-place")]
 
 
 def _nested_method(ctx: Ctx, st: Stmt, call: ast.Call, oop: str | None) -> list[Fix]:
@@ -834,7 +835,7 @@ def _carry(ctx: Ctx) -> list[Fix]:
     carry = _sp(ctx.ex.get("carry_stmt_span")) or ctx.m.stmt
     vsp = _sp(ctx.ex.get("value_span"))
     name = ctx.m.receiver
-    if not name.isidentifier() or not (1 <= carry.line <= carry.end_line <= len(ctx.lines)):
+    if not all(p.isidentifier() for p in name.split(".")) or not (1 <= carry.line <= carry.end_line <= len(ctx.lines)):
         return []
     tuple_state = "LSTM" in ctx.source
     detached = f"tuple(s.detach() for s in {name})" if tuple_state else f"{name}.detach()"
@@ -848,6 +849,10 @@ def _carry(ctx: Ctx) -> list[Fix]:
             break
         last = j
     fixes: list[Fix] = []
+    ends_block = re.match(r"(return|raise|break|continue)\b", ctx.lines[last - 1].strip())
+    if ends_block and vsp is not None:
+        # nothing runs after the block's last statement: detach the previous state where it is read
+        return _detach_at_use(ctx, vsp, name, tuple_state)
     if vsp is not None and last == carry.end_line and ctx.starts_line(carry):
         fixes += _detach_value(ctx, vsp, name, tuple_state)
     if ctx.starts_line(carry):
@@ -861,6 +866,30 @@ def _carry(ctx: Ctx) -> list[Fix]:
     if vsp is not None and last != carry.end_line:
         fixes += _detach_value(ctx, vsp, name, tuple_state)
     return fixes
+
+
+def _detach_at_use(ctx: Ctx, vsp: Span, name: str, tuple_state: bool) -> list[Fix]:
+    """``h = cell(x, h)`` -> ``h = cell(x, h.detach())``: the previous iteration's state enters detached."""
+    if tuple_state:
+        return []
+    vtext = ctx.text(vsp)
+    try:
+        vnode = ast.parse(vtext, mode="eval").body
+    except SyntaxError:
+        return []
+    tlines = vtext.split("\n")
+    first = ctx.lines[vsp.line - 1][vsp.column - 1:]
+    edits = []
+    for n in ast.walk(vnode):
+        if isinstance(n, (ast.Name, ast.Attribute)) and ast.get_source_segment(vtext, n) == name:
+            el, ec = n.end_lineno or n.lineno, n.end_col_offset or 0
+            line = vsp.line + el - 1
+            col = (vsp.column + _char_col(first, ec)) if el == 1 else _char_col(tlines[el - 1], ec) + 1
+            edits.append(_insert(line, col, ".detach()"))
+    if not edits:
+        return []
+    return [Fix(f"Detach the previous state where it is read: `{name}.detach()` (truncates backprop through "
+                "time)", False, tuple(edits), kind="detach")]
 
 
 def _detach_value(ctx: Ctx, vsp: Span, target: str, tuple_state: bool) -> list[Fix]:
