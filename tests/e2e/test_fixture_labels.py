@@ -73,3 +73,24 @@ def test_fail_run_fails_at_run_time() -> None:
     r = subprocess.run([sys.executable, "fail_run.py"], capture_output=True, text=True, timeout=120, cwd=WS)
     assert r.returncode != 0
     assert VERSION_ERROR in r.stderr and "output 0 of Sigmoid" in r.stderr
+
+
+def test_on_save_fixture_fails_and_its_rewrite_runs_clean(tmp_path: Path) -> None:
+    text = (WS / "on_save.py").read_text()
+    assert list(labels(text)) == ["GG101"]
+    r = run(text, tmp_path, "on_save.py")
+    assert r.returncode != 0 and VERSION_ERROR in r.stderr and "output 0 of Sigmoid" in r.stderr
+    r = run(text.replace("y.mul_(2)", "y = y.mul(2)"), tmp_path, "on_save.py")
+    assert r.returncode == 0 and "backward ok" in r.stdout, r.stderr[-800:]
+
+
+def test_notebook_cells_in_order_fail_at_the_labelled_cell(tmp_path: Path) -> None:
+    import json
+
+    cells = [c for c in json.loads((WS / "notebook.ipynb").read_text())["cells"] if c["cell_type"] == "code"]
+    sources = ["".join(c["source"]) for c in cells]
+    assert [bool(labels(s)) for s in sources] == [False, True]
+    r = run("\n".join(sources) + "\n", tmp_path, "nb.py")
+    assert r.returncode != 0 and VERSION_ERROR in r.stderr and "output 0 of Exp" in r.stderr
+    r = run(sources[0] + "\n", tmp_path, "nb.py")
+    assert r.returncode == 0, r.stderr[-800:]
