@@ -48,6 +48,37 @@ def error_files() -> list[Path]:
     return out
 
 
+def hazard_file(n: int = 120) -> str:
+    """A large model file with several hazards per class (sigmoid+clamp_, exp+=, dropout(inplace) after
+    sigmoid in a multi-line Sequential, setitem into softmax output, out= into a saved mask)."""
+    parts = ["import torch", "import torch.nn as nn", "import torch.nn.functional as F", "", ""]
+    for i in range(n):
+        parts.append(f"""
+class Block{i}(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+        self.gate = nn.Sequential(
+            nn.Linear(dim, dim),
+            nn.Sigmoid(),
+            nn.Dropout(0.1, inplace=True),  # overwrites the sigmoid output
+        )
+        self.mask = torch.empty(2, dim)
+
+    def forward(self, x):
+        p = torch.sigmoid(self.fc(x))
+        p.clamp_(1e-4, 1 - 1e-4)
+        e = p.exp()
+        e += 1
+        s = torch.softmax(e, dim=-1)
+        s[:, 0] = 0.0
+        h = self.gate(s) * self.mask
+        torch.bernoulli(torch.full_like(h, 0.5), out=self.mask)
+        return h
+""")
+    return "\n".join(parts)
+
+
 def best(fn, repeat: int) -> float:
     times = []
     for _ in range(repeat):
@@ -57,11 +88,11 @@ def best(fn, repeat: int) -> float:
     return min(times)
 
 
-def bench(name: str, files: list[Path], repeat: int) -> None:
+def bench(name: str, files: list[Path] | list[tuple[str, str]], repeat: int) -> None:
     if not files:
         print(f"{name}: no files (timm not installed? make setup)")
         return
-    sources = [(str(p), p.read_text(encoding="utf-8")) for p in files]
+    sources = [f if isinstance(f, tuple) else (str(f), f.read_text(encoding="utf-8")) for f in files]
     lines = sum(s.count("\n") + 1 for _, s in sources)
     t_without = t_with = 0.0
     n_findings = n_fixes = 0
@@ -91,6 +122,7 @@ def main() -> int:
     args = ap.parse_args()
     bench("timm models + layers", timm_files(), args.repeat)
     bench("corpus error cases + error fixtures", error_files(), args.repeat)
+    bench("generated file with hazards in every class", [("hazards.py", hazard_file())], args.repeat)
     return 0
 
 

@@ -167,21 +167,26 @@ class Ctx:
 
     # -- validation --------------------------------------------------------------------------------------
     def parses_after(self, fix: Fix) -> bool:
-        """The full lines touched by the fix (and the statement) parse after the edits if they did before."""
+        """The lines the fix touches (and the statement) parse after the edits. When they are a fragment of a
+        larger statement (an entry of a multi-line ``nn.Sequential(...)``), the region grows until the original
+        text parses; only as a last resort is the whole file parsed."""
         from gradguard.fixes import apply_edits
 
-        first = min([e.line for e in fix.edits] + [self.m.stmt.line])
-        last = max([e.end_line for e in fix.edits] + [self.m.stmt.end_line])
-        last = min(last, len(self.lines))
-        region = self.lines[first - 1:last]
-        old = "\n".join(region) + "\n"
-        shifted = [Edit(e.line - first + 1, e.column, e.end_line - first + 1, e.end_column, e.text)
-                   for e in fix.edits if e.line >= first]
-        new = apply_edits(old, shifted)
-        if _parses(old):
-            return _parses(new)
-        # a fragment of a larger statement: check the whole file
-        return _parses_module(apply_edits(self.source, fix.edits))
+        first0 = min([e.line for e in fix.edits] + [self.m.stmt.line])
+        last0 = min(max([e.end_line for e in fix.edits] + [self.m.stmt.end_line]), len(self.lines))
+        grow = 0
+        while True:
+            first, last = max(1, first0 - grow), min(len(self.lines), last0 + grow)
+            old = "\n".join(self.lines[first - 1:last]) + "\n"
+            if _parses(old):
+                shifted = [Edit(e.line - first + 1, e.column, e.end_line - first + 1, e.end_column, e.text)
+                           for e in fix.edits]
+                return _parses(apply_edits(old, shifted))
+            if first == 1 and last == len(self.lines):
+                return _parses_module(apply_edits(self.source, fix.edits))
+            grow = grow * 2 if grow else 1
+            if grow > 256:
+                return _parses_module(apply_edits(self.source, fix.edits))
 
 
 def _parses_module(text: str) -> bool:

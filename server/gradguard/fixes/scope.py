@@ -115,8 +115,10 @@ def _names_in(target: ast.AST) -> list[ast.Name]:
     return [n for n in ast.walk(target) if isinstance(n, ast.Name)]
 
 
-def _scope_nodes(scope: ast.AST) -> list[ast.AST]:
-    """Every node of ``scope`` except the bodies of nested functions, lambdas and classes."""
+@lru_cache(maxsize=64)
+def _scope_nodes(scope: ast.AST) -> tuple[ast.AST, ...]:
+    """Every node of ``scope`` except the bodies of nested functions, lambdas and classes (cached: the scope
+    trees come from cached parses, so each is walked once however many findings it holds)."""
     out: list[ast.AST] = []
     stack = list(ast.iter_child_nodes(scope))
     while stack:
@@ -125,7 +127,7 @@ def _scope_nodes(scope: ast.AST) -> list[ast.AST]:
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             continue
         stack.extend(ast.iter_child_nodes(n))
-    return out
+    return tuple(out)
 
 
 _STORE_CALLS = frozenset({"append", "extend", "insert", "add", "setdefault", "update", "register_buffer",
