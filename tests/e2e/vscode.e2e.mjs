@@ -571,6 +571,67 @@ async function main() {
     await shot("12-gradguard-missing");
     check(errored > 0, "an interpreter without gradguard turns the status bar item to error");
     check(/gradguard is not installed in .*bare-venv/.test(norm(toastText)) && /Install gradguard/.test(toastText), "the notification says gradguard is missing and offers 'Install gradguard'", toastText);
+    await page.close();
+    stopServer();
+
+    // ------------------------------------------------------------------ an untrusted workspace (Restricted Mode)
+    // A second code-server with workspace trust on, a workspace whose .vscode/settings.json points
+    // gradguard.interpreter at a program that must never run, and the user answering "No, I don't trust".
+    const untrustedWs = path.join(tmp, "untrusted-ws");
+    fs.cpSync(path.join(ROOT, "tests/e2e/workspace"), untrustedWs, { recursive: true, filter: (src) => !src.includes("__pycache__") });
+    const marker = path.join(tmp, "evil-ran");
+    const evil = path.join(tmp, "evil-python");
+    fs.writeFileSync(evil, `#!/bin/sh\ntouch ${marker}\nexit 1\n`, { mode: 0o755 });
+    fs.mkdirSync(path.join(untrustedWs, ".vscode"));
+    fs.writeFileSync(path.join(untrustedWs, ".vscode/settings.json"), JSON.stringify({ "gradguard.interpreter": evil, "gradguard.args": ["--evil"] }));
+    const user2 = path.join(tmp, "user2");
+    fs.mkdirSync(path.join(user2, "User"), { recursive: true });
+    const userSettings = JSON.parse(fs.readFileSync(path.join(dirs.user, "User/settings.json"), "utf8"));
+    fs.writeFileSync(
+      path.join(user2, "User/settings.json"),
+      JSON.stringify({ ...userSettings, "gradguard.interpreter": PYTHON, "gradguard.enable": true, "security.workspace.trust.enabled": true, "security.workspace.trust.startupPrompt": "always" }),
+    );
+    const port2 = await freePort();
+    const server2 = spawn(
+      bin,
+      ["--user-data-dir", user2, "--extensions-dir", dirs.extensions, "--config", path.join(tmp, "config.yaml"), "--bind-addr", `127.0.0.1:${port2}`, "--auth", "none", "--disable-telemetry", "--disable-update-check", "--disable-getting-started-override", "--ignore-last-opened"],
+      { env, detached: true, stdio: ["ignore", fs.openSync(path.join(ARTIFACTS, "code-server-untrusted.log"), "w"), "ignore"] },
+    );
+    process.on("exit", () => {
+      try {
+        process.kill(-server2.pid, "SIGTERM");
+      } catch {
+        /* already gone */
+      }
+    });
+    await waitFor(async () => (await fetch(`http://127.0.0.1:${port2}/healthz`)).ok, 60000, "second code-server /healthz");
+    const page2 = await browser.newPage({ viewport: { width: 1500, height: 1000 } });
+    await page2.goto(`http://127.0.0.1:${port2}/?folder=${encodeURIComponent(untrustedWs)}`);
+    await page2.locator(".monaco-workbench").waitFor({ timeout: 60000 });
+    const noTrust = page2.locator(".monaco-dialog-box .monaco-button", { hasText: /No, I don.t trust/ }).first();
+    await noTrust.waitFor({ timeout: 30000 });
+    await page2.screenshot({ path: path.join(ARTIFACTS, "13-trust-prompt.png") });
+    await noTrust.click();
+    await page2.locator(".explorer-folders-view .monaco-list-row").first().waitFor({ timeout: 60000 });
+    await openFile(page2, "model.py");
+    const ready2 = await waitFor(() => page2.locator('[aria-label="gradguard ready"]').count(), 60000, "ready (untrusted)").catch(() => 0);
+    const lines2 = await waitFor(async () => ((await squiggleLines(page2)).length ? squiggleLines(page2) : null), 30000, "squiggles (untrusted)").catch(() => []);
+    const runButton2 = await page2.locator('.editor-actions [aria-label*="Run File and Explain In-place Errors"]').count();
+    await page2.screenshot({ path: path.join(ARTIFACTS, "14-untrusted.png") });
+    check(ready2 > 0 && JSON.stringify(lines2) === JSON.stringify(labelLines), "untrusted workspace: linting still works (limited support)", JSON.stringify(lines2));
+    check(!fs.existsSync(marker), "untrusted workspace: the workspace's gradguard.interpreter is never run (restrictedConfigurations)");
+    check(runButton2 === 0, "untrusted workspace: no Run File button in the editor title");
+    await page2.keyboard.press("F1");
+    await page2.locator(".quick-input-widget input").fill(">gradguard: Run File");
+    await page2.waitForTimeout(1000);
+    const paletteRows = await page2.locator(".quick-input-list .monaco-list-row", { hasText: "Run File and Explain" }).count();
+    check(paletteRows === 0, "untrusted workspace: Run File is not offered in the command palette");
+    await page2.keyboard.press("Escape");
+    try {
+      process.kill(-server2.pid, "SIGTERM");
+    } catch {
+      /* already gone */
+    }
   } finally {
     await browser?.close().catch(() => undefined);
     stopServer();
