@@ -449,7 +449,10 @@ class Controller:
             else:
                 from gradguard.api import check_source
 
+                t0 = time.perf_counter()
                 findings = check_source(snap.text, path, config, fixes=True)
+                log.debug("checked %s v%s (%d lines): %d findings in %.1f ms", u.key, snap.version, len(lines),
+                          len(findings), (time.perf_counter() - t0) * 1000)
             parse_ok = not any(f.code == "GG000" for f in findings)
             shown = list(findings)
             last = u.last_good
@@ -982,6 +985,16 @@ def build_server() -> GradguardLanguageServer:
     return ls
 
 
+def _prewarm() -> None:
+    """Import the analyzer and load the knowledge table while the client is still handshaking."""
+    try:
+        from gradguard.api import check_source
+
+        check_source("import torch\nx = torch.zeros(1)\ny = x.exp()\n", "<prewarm>", fixes=True)
+    except Exception:  # the first real check reports any problem
+        log.debug("prewarm failed", exc_info=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="gradguard lsp", description="Start the gradguard language server.")
     p.add_argument("--stdio", action="store_true", help="talk LSP over stdin/stdout (the default)")
@@ -991,6 +1004,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(list(sys.argv[1:] if argv is None else argv))
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="gradguard-lsp %(levelname)s %(name)s: %(message)s")
+    for h in logging.getLogger().handlers:
+        h.setLevel(logging.DEBUG if args.log_level == "debug" and not args.log_file else logging.WARNING)
     ls = build_server()
     c = ls.controller
     overrides: dict[str, Any] = {}
@@ -1000,6 +1015,7 @@ def main(argv: list[str] | None = None) -> int:
         overrides["logLevel"] = args.log_level
     c.settings, _ = parse_settings(overrides, c.settings)
     c.configure_logging()
+    threading.Thread(target=_prewarm, name="gradguard-prewarm", daemon=True).start()
     if args.tcp:
         host, _, port = args.tcp.rpartition(":")
         try:
