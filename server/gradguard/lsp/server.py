@@ -44,6 +44,7 @@ COMMANDS = ("gradguard.fixAll", "gradguard.runFile", "gradguard.showKnowledge", 
             "gradguard.clearRunDiagnostics")
 REQUEST_FAILED = -32803
 MAX_CHARS = 20_000_000
+PYTHON_LANGUAGES = ("python", "py", "python3")
 
 
 @dataclass
@@ -304,7 +305,7 @@ class Controller:
             if cell.kind != T.NotebookCellKind.Code:
                 continue
             doc = self._text_doc(cell.document)
-            if doc is None or (doc.language_id or "python").lower() not in ("python", "py"):
+            if doc is None or (doc.language_id or "python").lower() not in PYTHON_LANGUAGES:
                 continue
             cells.append((cell.document, doc._source or ""))
         text, segments = assemble(cells)
@@ -321,6 +322,9 @@ class Controller:
         uri = params.text_document.uri
         if self.unit_for(uri) is not None and uri not in self.units:
             return  # a notebook cell: handled by the notebook
+        lang = (params.text_document.language_id or "").lower()
+        if lang not in PYTHON_LANGUAGES and not (lang == "" and uri.endswith((".py", ".pyi"))):
+            return  # not Python: not ours (a client may send every open file)
         u = self.units.setdefault(uri, Unit(uri))
         self.schedule(u, 0.0)
 
