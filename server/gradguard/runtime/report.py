@@ -400,10 +400,16 @@ def format_text(report: dict[str, Any]) -> str:
         return "\n".join(lines)
     if status == "failed":
         err = report.get("error") or {}
-        lines.append(f"gradguard run: failed ({err.get('type', '?')}): not an autograd in-place error, "
-                     "nothing to explain.")
-        if err.get("type") in ("Timeout", "KeyboardInterrupt", "ChildDied", "LaunchError"):
-            lines.append(f"  {err.get('message', '')}")
+        kind = err.get("type", "?")
+        if kind in ("Timeout", "KeyboardInterrupt"):
+            lines.append(f"gradguard run: stopped ({kind}): {err.get('message', '')}")
+        elif kind == "LaunchError":
+            lines.append(f"gradguard run: could not start the script: {err.get('message', '')}")
+        elif kind == "ChildDied":
+            lines.append(f"gradguard run: failed: {err.get('message', '')}")
+        else:
+            lines.append(f"gradguard run: failed ({kind}), but not with an autograd in-place error: nothing for "
+                         "the doctor to explain (the script's own traceback is above).")
         return "\n".join(lines)
     err = report.get("error") or {}
     lines.append("gradguard run: the script failed with an autograd in-place error")
