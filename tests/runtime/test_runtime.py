@@ -247,7 +247,7 @@ def test_timeout_kills_script_and_its_children(tmp_path: Path) -> None:
     p.write_text(_HANG)
     out: list[str] = []
     t0 = time.monotonic()
-    rep = run_script(str(p), on_output=out.append, timeout=4)
+    rep = run_script(str(p), on_output=out.append, timeout=6)
     assert time.monotonic() - t0 < 60
     assert rep["status"] == "failed" and rep["error"]["type"] == "Timeout"
     pid = int(re.search(r"grandchild (\d+)", "".join(out)).group(1))  # type: ignore[union-attr]
