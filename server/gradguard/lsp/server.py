@@ -111,7 +111,7 @@ class GradguardLanguageServer(LanguageServer):
     def report_server_error(self, error: Exception, source: Any) -> None:
         # Never pop up dialogs for internal errors: log them (window/logMessage + log file).
         try:
-            self.controller.log_error(f"internal error ({getattr(source, '__name__', source)}): {error}")
+            self.controller.log_error(f"could not handle a message ({getattr(source, '__name__', source)}): {error}")
         except Exception:  # pragma: no cover - never let error reporting fail
             log.exception("failed to report an error")
 
