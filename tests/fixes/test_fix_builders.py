@@ -533,3 +533,15 @@ def test_carry_in_a_block_ending_with_return_detaches_where_the_state_is_read() 
     new, fix = preferred(src, 3, "GG201", "carry")
     assert new.splitlines()[2] == "        self.hidden = self.cell(x, self.hidden.detach())"
     assert not fix.safe
+
+
+def test_iterating_a_tensor_becomes_indexing() -> None:
+    src = d("""
+        def denormalize(t, means, stds):
+            for channel, mean, std in zip(t[0], means, stds):
+                channel.mul_(std).add_(mean)
+            return t
+        """)
+    new, fix = preferred(src, 3, "GG302", "method", view_op="iterating a tensor (unbind)")
+    assert new.splitlines()[1] == "    for channel, mean, std in zip((t[0][i] for i in range(len(t[0]))), means, stds):"
+    assert fix.safe and fix.kind == "index-views"

@@ -437,6 +437,8 @@ def _method(ctx: Ctx) -> list[Fix]:
                                None, code)
     if code == "GG301":
         fixes = _leaf_fixes(ctx, st, fixes, call.func.value)
+    if code == "GG302" and isinstance(base, ast.Name):
+        fixes += _index_instead_of_iterating(ctx, base.id)
     return fixes
 
 
@@ -545,6 +547,61 @@ def _function(ctx: Ctx) -> list[Fix]:
     return fixes
 
 
+def _index_instead_of_iterating(ctx: Ctx, name: str) -> list[Fix]:
+    """``for row in rows: row.mul_(2)``: iterating a tensor unbinds it (views that cannot be modified in
+    place). Iterating over ``rows[i]`` (one single view each) keeps the write-through to ``rows``:
+    ``for row in (rows[i] for i in range(len(rows))):``. Also inside ``zip(...)`` and ``enumerate(...)``."""
+    if "iterating" not in str(ctx.ex.get("view_op", "")):
+        return []
+    line = ctx.m.stmt.line
+    ind = len(ctx.indent(line))
+    hdr = 0
+    for j in range(line - 1, 0, -1):
+        t = ctx.lines[j - 1]
+        s = t.strip()
+        if not s or s.startswith("#"):
+            continue
+        ti = len(t) - len(t.lstrip())
+        if ti < ind:
+            if re.match(r"(async\s+)?for\b", s):
+                hdr = j
+                break
+            if re.match(r"(async\s+)?def\b|class\b", s):
+                return []
+            ind = ti
+    if not hdr:
+        return []
+    text = ctx.lines[hdr - 1]
+    lead = len(text) - len(text.lstrip())
+    header = text.strip()
+    try:
+        node = ast.parse(header + "\n    pass\n").body[0]
+    except SyntaxError:
+        return []
+    if not isinstance(node, ast.For):
+        return []
+    iterable: ast.AST | None = None
+    if isinstance(node.target, ast.Name) and node.target.id == name:
+        iterable = node.iter
+    elif isinstance(node.target, ast.Tuple) and isinstance(node.iter, ast.Call) and \
+            isinstance(node.iter.func, ast.Name):
+        pos = next((k for k, e in enumerate(node.target.elts) if isinstance(e, ast.Name) and e.id == name), None)
+        if pos is not None and node.iter.func.id == "zip" and pos < len(node.iter.args):
+            iterable = node.iter.args[pos]
+        elif pos == 1 and node.iter.func.id == "enumerate" and node.iter.args:
+            iterable = node.iter.args[0]
+    if iterable is None or not _pure(iterable) or not isinstance(iterable, (ast.Name, ast.Attribute, ast.Subscript)):
+        return []
+    ttext = ast.get_source_segment(header, iterable) or ""
+    used = {n.id for n in ast.walk(iterable) if isinstance(n, ast.Name)}
+    idx = next(v for v in ("i", "j", "k", "idx", "_i") if v not in used)
+    new = f"({ttext}[{idx}] for {idx} in range(len({ttext})))"
+    col = lead + _char_col(header, iterable.col_offset) + 1  # type: ignore[attr-defined]
+    end = lead + _char_col(header, iterable.end_col_offset or 0) + 1  # type: ignore[attr-defined]
+    return [Fix(f"Iterate over `{ttext}[{idx}]` (views that may be modified in place) instead of unbinding "
+                f"`{_short(ttext, 24)}`", True, (Edit(hdr, col, hdr, end, new),), kind="index-views")]
+
+
 # -----------------------------------------------------------------------------------------------------------
 # x += y
 # -----------------------------------------------------------------------------------------------------------
@@ -586,6 +643,8 @@ def _augassign(ctx: Ctx) -> list[Fix]:
         fixes += _clone_before(ctx, target, st, None, code)
     if code == "GG301":
         fixes = _leaf_fixes(ctx, st, fixes, target)
+    if code == "GG302" and isinstance(_root(target), ast.Name):
+        fixes += _index_instead_of_iterating(ctx, _root(target).id)  # type: ignore[attr-defined]
     return fixes
 
 
