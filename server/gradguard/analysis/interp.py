@@ -408,7 +408,7 @@ class Analyzer:
         if isinstance(t, ast.Name):
             if isinstance(v, T) and fr.loops and t.id in fr.loops[-1].carried and v.prov \
                     and isinstance(stmt, ast.Assign):
-                carry = (Site.of(stmt), t.id, Site.of(stmt.value), fr.loops[-1].node)
+                carry: tuple[Site, str, Site, object] = (Site.of(stmt), t.id, Site.of(stmt.value), fr.loops[-1].node)
                 v = v.with_(prov=frozenset((o, s, c or carry) for (o, s, c) in v.prov))
             if isinstance(v, T) and isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name) \
                     and fr.func is not None:
@@ -447,6 +447,11 @@ class Analyzer:
             if isinstance(obj, Obj):
                 if t.attr in ("data", "grad"):
                     return
+                if isinstance(v, T) and v.prov and isinstance(stmt, ast.Assign) and _reads_attr(stmt.value, t):
+                    # state kept on the module and fed back into the next call (self.h = cell(x, self.h))
+                    acarry: tuple[Site, str, Site, object] = (Site.of(stmt), self.text(t), Site.of(stmt.value),
+                                                              "attribute")
+                    v = v.with_(prov=frozenset((o, s_, c or acarry) for (o, s_, c) in v.prov))
                 obj.attrs[t.attr] = v
         elif isinstance(t, ast.Subscript):
             base = self.ev(t.value, st, fr)
@@ -1073,10 +1078,20 @@ class Analyzer:
     # ------------------------------------------------------------------ calls
     def e_Call(self, n: ast.Call, st: State, fr: Frame) -> Val:
         if isinstance(n.func, ast.Attribute):
+            if n.func.attr in _NONDIFF_METHODS and not n.args:
+                # x.item(), x.tolist(), x.numpy(): the value leaves autograd; what computed x never reaches a loss
+                self.ev_nograd(n.func.value, st, fr)
+                return UNKNOWN_NUM
             recv = self.ev(n.func.value, st, fr)
             fv = self.getattr(recv, n.func.attr, n.func, st)
         else:
             fv = self.ev(n.func, st, fr)
+            if isinstance(fv, Ref) and fv.qual in _NONDIFF_BUILTINS:
+                for a in n.args:
+                    self.ev_nograd(a.value if isinstance(a, ast.Starred) else a, st, fr)
+                for k in n.keywords:
+                    self.ev_nograd(k.value, st, fr)
+                return self.call_builtin(fv.qual[9:], [], {}, n, st, fr) if fv.qual != "builtins.print" else NONE
         pos: list[Val] = []
         for a in n.args:
             if isinstance(a, ast.Starred):
@@ -1505,7 +1520,7 @@ class Analyzer:
         for k in n.keywords:
             if k.arg == name:
                 return k.value
-        names = list(info.params or info.args)
+        names = list(info.args if info.kind == "module" else (info.params or info.args))
         if info.kind == "method":
             if name == "self" and isinstance(n.func, ast.Attribute):
                 return n.func.value
@@ -1932,7 +1947,7 @@ class Analyzer:
             if ev is None:
                 continue
             bw_stmt = self.stmt_site()
-            if carry is not None and carry[3] in self.active_loops:
+            if carry is not None and (carry[3] in self.active_loops or (carry[3] == "attribute" and self.active_loops)):
                 csite, cname, vsite, _loop = carry
                 # The in-place op is the step; the fix (.detach()) goes where the state is carried.
                 self.report(Hazard("carry", "carry", ev.site, ev.stmt, ev.op, cname,
@@ -1952,6 +1967,9 @@ class Analyzer:
 
 
 _NG_NAMES = ("no_grad", "inference_mode")
+_NONDIFF_METHODS = ("item", "tolist", "numpy")
+_NONDIFF_BUILTINS = ("builtins.print", "builtins.float", "builtins.int", "builtins.bool", "builtins.str",
+                     "builtins.format", "builtins.repr")
 _GRAPH_MARKERS = (".backward(", "requires_grad", "Parameter(", "torch.optim", "autograd", "nn.Module", "forward(")
 _INT_NAME = re.compile(r"(^|_)(ids|labels?|mask|masks|indices|index|idx|positions?)$")
 
@@ -2043,6 +2061,12 @@ def _annotated_tensor(ann: ast.expr | None) -> bool:
         return _annotated_tensor(ann.left) or _annotated_tensor(ann.right)
     name = ann.attr if isinstance(ann, ast.Attribute) else ann.id if isinstance(ann, ast.Name) else ""
     return name == "Tensor"
+
+
+def _reads_attr(value: ast.expr, target: ast.Attribute) -> bool:
+    want = ast.dump(target.value)
+    return any(isinstance(x, ast.Attribute) and x.attr == target.attr and ast.dump(x.value) == want
+               for x in ast.walk(value))
 
 
 def _tensors_in(v: Val | None, depth: int = 0) -> list[T]:
