@@ -47,6 +47,7 @@ from gradguard.analysis.values import (
 from gradguard.knowledge import Knowledge, OpInfo, load
 
 MAX_DEPTH = 6
+STANDALONE_DEPTH = 3  # a function analysed on its own inlines 3 levels of callees (they are analysed on their own too)
 BUDGET = 400_000  # abstract statement executions per file: analysis always terminates quickly
 
 BINOPS = {
@@ -223,7 +224,7 @@ class Analyzer:
         no_grad = fi.no_grad or self.ng_only(fi) or (
             fi.cls is not None and self._is_function_class(fi.cls) and node.name == "forward")
         st = State(env, Heap(), no_grad=no_grad)
-        fr = Frame(fi, 1, self_obj)
+        fr = Frame(fi, STANDALONE_DEPTH, self_obj)
         self.active.append(fi)
         try:
             self.exec_block(node.body, st, fr)
