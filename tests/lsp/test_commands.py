@@ -34,7 +34,8 @@ async def test_run_file_publishes_runtime_diagnostics(tmp_path):
         await wait_published(c, uri)
         n = len(c.published)
         res = await run(c, "gradguard.runFile", {"uri": uri})
-        assert res["status"] == "error" and res["diagnostics"] == 1
+        assert res["status"] == "error" and res["ok"] is False and res["diagnostics"] == 1
+        assert res["exit_code"] == res["returncode"] == 1
         assert res["culprits"][0]["line"] == 4 and res["saved_by"][0]["line"] == 3
         p = await wait_published(c, uri, n, lambda p: any(d.source == "gradguard-run" for d in p.diagnostics))
         run_d = next(d for d in p.diagnostics if d.source == "gradguard-run")

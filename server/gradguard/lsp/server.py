@@ -840,7 +840,8 @@ class Controller:
         n = sum(len(v) for v in entries_by_target.values())
         self._progress_end(token, f"{result.get('status', 'done')}: {n} problem{'s' if n != 1 else ''} "
                                   f"({time.monotonic() - started:.1f} s)")
-        return {"status": result.get("status"), "exit_code": result.get("exit_code"), "error": err,
+        return {"status": result.get("status"), "ok": result.get("status") == "clean",
+                "exit_code": result.get("exit_code"), "returncode": result.get("exit_code"), "error": err,
                 "diagnostics": n, "culprits": result.get("culprits", []), "saved_by": result.get("saved_by", [])}
 
     def _run_entries(self, script_uri: str, script_path: str, diags: list[Any]) -> dict[str, list[Entry]]:
