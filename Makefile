@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: setup demo test lint typecheck pytest bench clean knowledge
+.PHONY: setup demo test lint typecheck pytest bench scan-timm clean knowledge
 
 # Areas add their own targets in mk/*.mk (TEST_TARGETS += ...) and pip requirements in requirements/*.txt.
 TEST_TARGETS := lint typecheck pytest
@@ -40,6 +40,9 @@ test: $(TEST_TARGETS)
 
 bench: setup
 	$(BIN)/python benchmarks/bench_analyzer.py
+
+scan-timm: setup
+	$(BIN)/python benchmarks/scan_timm.py
 
 knowledge: setup
 	$(BIN)/gradguard knowledge --regenerate
