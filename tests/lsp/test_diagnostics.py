@@ -208,3 +208,19 @@ async def test_rapid_edits_final_diagnostics_match_final_text(tmp_path):
             if p.uri == uri:  # no stale result: each publish is right for the text of its version
                 want = [(f.code, f.line - 1) for f in check_source(texts[p.version], "m.py")]
                 assert [(d.code, d.range.start.line) for d in p.diagnostics] == want, p.version
+
+
+@needs_analyzer
+async def test_analysis_runs_off_the_event_loop(tmp_path):
+    """While a big file is being analysed, the server still answers requests at once."""
+    async with session(init={"debounceMs": 0}) as c:
+        big = (tmp_path / "big.py").as_uri()
+        open_doc(c, big, "a = 1\n" * 60_000 + GG101_SRC)
+        await asyncio.sleep(0.1)  # the check has started
+        h = await c.text_document_hover_async(T.HoverParams(
+            text_document=T.TextDocumentIdentifier(uri=(tmp_path / "other.py").as_uri()),
+            position=T.Position(line=0, character=0)))
+        assert h is None
+        assert not any(p.uri == big for p in c.published), "answered only after the analysis finished"
+        p = await wait_published(c, big, timeout=60)
+        assert codes(p.diagnostics) == ["GG101"]
