@@ -40,6 +40,9 @@ test: $(TEST_TARGETS)
 
 bench: setup
 	$(BIN)/python benchmarks/bench_analyzer.py
+	$(BIN)/python benchmarks/bench_fixes.py
+	$(BIN)/python benchmarks/bench_runtime.py
+	$(BIN)/python benchmarks/bench_lsp.py
 
 scan-timm: setup
 	$(BIN)/python benchmarks/scan_timm.py
