@@ -154,7 +154,8 @@ def open_doc(c: Client, uri: str, text: str) -> None:
         text_document=T.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
 
 
-async def latency(cmd: list[str], init: Any, root: Path, text: str, edits: int) -> tuple[list[float], int]:
+async def latency(cmd: list[str], init: Any, root: Path, text: str, edits: int) -> tuple[list[float], int, float]:
+    """(latencies ms, diagnostics in the last publish, server CPU ms per edit)."""
     c = await start(cmd, init, root)
     try:
         path = root / f"model_{len(text.splitlines())}.py"
@@ -165,6 +166,8 @@ async def latency(cmd: list[str], init: Any, root: Path, text: str, edits: int) 
         lines = text.splitlines()
         mid = len(lines) // 2
         out = []
+        pid = c._server.pid if c._server is not None else -1
+        cpu0 = cpu_ms(pid)
         for i in range(edits):
             line = mid + i
             col = len(lines[line])
@@ -177,7 +180,7 @@ async def latency(cmd: list[str], init: Any, root: Path, text: str, edits: int) 
                     text=f"  # edit {i}")]))
             t1, n_diags = await c.wait_publish(uri, since)
             out.append((t1 - t0) * 1000)
-        return out, n_diags
+        return out, n_diags, (cpu_ms(pid) - cpu0) / max(edits, 1)
     finally:
         await stop(c)
 
@@ -227,15 +230,17 @@ async def main_async(args: argparse.Namespace) -> None:
     print(f"timm model code from {timm_dir()}")
     for n, t in texts.items():
         print(f"  target {n} lines -> {len(t.splitlines())} lines, {len(t)} characters")
-    print(f"{args.edits} incremental edits per file; latency = didChange sent -> publishDiagnostics received (ms)\n")
-    print(f"{'server':30s} {'lines':>6s} {'diags':>6s} {'p50':>8s} {'p95':>8s} {'max':>8s}")
+    print(f"{args.edits} incremental edits per file; latency = didChange sent -> publishDiagnostics received (ms); "
+          "cpu/edit = server CPU time (user+sys) per edit, ms")
+    print(f"machine: {os.cpu_count()} cores, load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}\n")
+    print(f"{'server':30s} {'lines':>6s} {'diags':>6s} {'p50':>8s} {'p95':>8s} {'max':>8s} {'cpu/edit':>9s}")
     with tempfile.TemporaryDirectory(prefix="bench-lsp-") as d:
         root = Path(d)
         for name, cmd, init in servers:
             for n in sizes:
-                lat, nd = await latency(cmd, init, root, texts[n], args.edits)
+                lat, nd, cpu = await latency(cmd, init, root, texts[n], args.edits)
                 print(f"{name:30s} {len(texts[n].splitlines()):6d} {nd:6d} {pct(lat, 0.5):8.1f} {pct(lat, 0.95):8.1f} "
-                      f"{max(lat):8.1f}", flush=True)
+                      f"{max(lat):8.1f} {cpu:9.1f}", flush=True)
         print(f"\ncold start: spawn -> initialize -> didOpen -> first publishDiagnostics "
               f"({len(texts[sizes[0]].splitlines())}-line file), median of {args.cold} (ms); server CPU time "
               "until then (user+sys, less sensitive to a loaded machine)")

@@ -409,7 +409,10 @@ class Controller:
         if snap is None:
             return None
         loop = asyncio.get_running_loop()
-        res = await loop.run_in_executor(self.pool, self._work, u, snap, gen)
+        try:
+            res = await loop.run_in_executor(self.pool, self._work, u, snap, gen)
+        except RuntimeError:  # the pool is shut down: the server is exiting
+            return None
         if res is None or u.generation != gen or self.units.get(u.key) is not u:
             return None  # superseded while running: stale, never published
         if res.version != self.current_version(u):
@@ -463,7 +466,7 @@ class Controller:
             if not parse_ok and last is not None and self.settings.enable:
                 # Syntax error mid-typing: keep the last good findings whose lines read exactly the same.
                 for f in last.findings:
-                    if f.code == "GG000":
+                    if f.code == "GG000" or not config.enabled(f.code, path):
                         continue
                     touched = _touched_lines(f)
                     if all(1 <= ln <= len(lines) and ln <= len(last.lines) and lines[ln - 1] == last.lines[ln - 1]
