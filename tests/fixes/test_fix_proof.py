@@ -23,9 +23,6 @@ KNOWN_UNFIXED = {
     "pos_050": "graph built in __init__ (self.mask_e) is reused by every iteration's backward after step()",
     "gg202/pos_step_in_loop_cached_features": "features computed once before the loop, backward through them "
                                               "after every step()",
-    # the analyzer reports the step (GG202, no carry information) rather than the carried `self.hidden`
-    # (GG201, which the carry fix handles: see test_carry_in_a_block_ending_with_return_...)
-    "gg201/pos_module_attribute_state": "reported as GG202 without the carried state",
 }
 
 ANALYZER_CASES = proof.corpus_cases() + proof.fixture_cases()
