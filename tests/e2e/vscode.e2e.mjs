@@ -212,6 +212,11 @@ async function runCommand(page, title) {
 }
 
 async function openFile(page, name) {
+  // Give the workbench the keyboard (after a modal editor closed, nothing has focus).
+  const lines = page.locator(".editor-group-container.active .monaco-editor .view-lines").first();
+  if (await lines.isVisible().catch(() => false)) {
+    await lines.click({ position: { x: 5, y: 5 } });
+  }
   await page.keyboard.press("Control+P");
   const input = page.locator(".quick-input-widget input");
   await input.waitFor({ state: "visible", timeout: 10000 });
@@ -236,6 +241,14 @@ async function setUserSettings(page, settings) {
   await page.keyboard.insertText(JSON.stringify(settings)); // one line: no auto-indent in between
   await page.keyboard.press("Control+S");
   await page.waitForTimeout(300);
+  // Close that editor (Code 1.139 shows it as a modal editor) so that the workbench has the keyboard again.
+  const closeModal = page.locator('[aria-label^="Close Modal Editor"]').first();
+  if (await closeModal.isVisible().catch(() => false)) {
+    await closeModal.click();
+  } else {
+    await page.keyboard.press("Control+W");
+  }
+  await editor.waitFor({ state: "hidden", timeout: 5000 }).catch(() => undefined);
 }
 
 /** Shows the Problems panel (Ctrl+Shift+M toggles, so only when it is not visible). */
@@ -330,6 +343,7 @@ async function main() {
   process.on("exit", stopServer);
 
   let browser;
+  let lastPage;
   try {
     await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).ok, 60000, "code-server /healthz");
     log(`code-server up on port ${port}`);
@@ -340,6 +354,7 @@ async function main() {
     });
     const page = await browser.newPage({ viewport: { width: 1500, height: 1000 } });
     const shot = async (name) => page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`) });
+    lastPage = page;
     await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(dirs.ws)}`);
     await page.locator(".monaco-workbench").waitFor({ timeout: 60000 });
     await page.locator(".explorer-folders-view .monaco-list-row").first().waitFor({ timeout: 60000 });
@@ -417,11 +432,13 @@ async function main() {
     const box102 = gg102 && (await squiggleOnLine(page, gg102.line));
     const preferred = gg102?.fixes.find((x) => x.preferred);
     if (check(Boolean(box102 && preferred), "found the GG102 squiggle and its preferred fix")) {
-      await page.mouse.click(box102.x + box102.width / 2, box102.y + box102.height / 2);
-      await page.keyboard.press("Escape");
-      await page.keyboard.press("Control+.");
       const rows = page.locator(".action-widget .monaco-list-row");
-      await rows.first().waitFor({ timeout: 15000 }).catch(() => undefined);
+      for (let attempt = 0; attempt < 3 && !(await rows.count()); attempt++) {
+        await page.mouse.click(box102.x + box102.width / 2, box102.y + box102.height / 2);
+        await page.keyboard.press("Escape");
+        await page.keyboard.press("Control+.");
+        await rows.first().waitFor({ timeout: 10000 }).catch(() => log(`no quick-fix menu yet (attempt ${attempt + 1})`));
+      }
       const menu = (await rows.allInnerTexts()).map(norm);
       await shot("04-quick-fix-menu");
       for (const fx of gg102.fixes) {
@@ -557,6 +574,20 @@ async function main() {
 
     // ------------------------------------------------------------------ settings apply without a reload
     const settings = JSON.parse(fs.readFileSync(path.join(dirs.user, "User/settings.json"), "utf8"));
+    // gradguard.severity goes to the running server (didChangeConfiguration): GG101 becomes an error.
+    fs.copyFileSync(path.join(ROOT, "tests/e2e/workspace/model.py"), path.join(dirs.ws, "severity.py"));
+    await setUserSettings(page, { ...settings, "gradguard.severity": { GG101: "error" } });
+    await openFile(page, "severity.py");
+    const sev = await waitFor(
+      async () => {
+        const [err, warn] = [await squiggleLines(page, "error"), await squiggleLines(page, "warning")];
+        return err.includes(gg101.line) && warn.includes(gg102.line) ? { err, warn } : null;
+      },
+      20000,
+      "GG101 as an error",
+    ).catch(async () => ({ err: await squiggleLines(page, "error"), warn: await squiggleLines(page, "warning") }));
+    await shot("11a-severity");
+    check(JSON.stringify(sev.err) === JSON.stringify([gg101.line]) && JSON.stringify(sev.warn) === JSON.stringify([gg102.line]), `gradguard.severity {"GG101": "error"} applies without a restart (error squiggle on ${gg101.line}, warning on ${gg102.line})`, JSON.stringify(sev));
     await setUserSettings(page, { ...settings, "gradguard.enable": false });
     const disabled = await waitFor(() => page.locator('[aria-label="gradguard disabled"]').count(), 20000, "disabled").catch(() => 0);
     check(disabled > 0, "gradguard.enable=false stops the server without a reload (status 'disabled')");
@@ -606,6 +637,7 @@ async function main() {
     });
     await waitFor(async () => (await fetch(`http://127.0.0.1:${port2}/healthz`)).ok, 60000, "second code-server /healthz");
     const page2 = await browser.newPage({ viewport: { width: 1500, height: 1000 } });
+    lastPage = page2;
     await page2.goto(`http://127.0.0.1:${port2}/?folder=${encodeURIComponent(untrustedWs)}`);
     await page2.locator(".monaco-workbench").waitFor({ timeout: 60000 });
     const noTrust = page2.locator(".monaco-dialog-box .monaco-button", { hasText: /No, I don.t trust/ }).first();
@@ -632,6 +664,14 @@ async function main() {
     } catch {
       /* already gone */
     }
+  } catch (e) {
+    // Keep what the page showed when a step broke.
+    await lastPage?.screenshot({ path: path.join(ARTIFACTS, "zz-failure.png") }).catch(() => undefined);
+    const dialog = await lastPage?.locator(".monaco-dialog-box").first().innerText({ timeout: 1000 }).catch(() => "");
+    if (dialog) {
+      log(`a dialog was open: ${dialog}`);
+    }
+    throw e;
   } finally {
     await browser?.close().catch(() => undefined);
     stopServer();
