@@ -7,7 +7,6 @@ import sys
 import textwrap
 
 import pytest
-
 from gradguard.api import check_source
 
 # (id, source, expected codes (sorted), torch outcome)

@@ -181,9 +181,9 @@ class Analyzer:
     def ng_only(self, fi: FuncInfo) -> bool:
         if self._ng_only is None:
             src_has = any(("no_grad" in ln or "inference_mode" in ln or "set_grad_enabled" in ln) for ln in self.lines)
-            self._ng_only = _no_grad_only(self.tree) if src_has else set()
+            self._ng_only = _no_grad_only(self.lines) if src_has else set()
         node = fi.node
-        return not isinstance(node, ast.Lambda) and id(node) in self._ng_only
+        return not isinstance(node, ast.Lambda) and node.lineno in self._ng_only
 
     def standalone(self, fi: FuncInfo) -> None:
         node = fi.node
@@ -1975,73 +1975,89 @@ _GRAPH_MARKERS = (".backward(", "requires_grad", "Parameter(", "torch.optim", "a
 _INT_NAME = re.compile(r"(^|_)(ids|labels?|mask|masks|indices|index|idx|positions?)$")
 
 
-def _is_ng_expr(e: ast.expr) -> bool:
-    f = e.func if isinstance(e, ast.Call) else e
-    name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
-    if name in _NG_NAMES:
-        return True
-    if name == "set_grad_enabled" and isinstance(e, ast.Call) and e.args:
-        a = e.args[0]
-        return isinstance(a, ast.Constant) and a.value is False
-    return False
+_DEF_RE = re.compile(r"^(\s*)(?:async\s+)?def\s+(\w+)")
+_WITH_NG_RE = re.compile(r"^(\s*)(?:async\s+)?with\b.*\b(?:no_grad|inference_mode|set_grad_enabled\(\s*False)")
+_DECO_NG_RE = re.compile(r"^\s*@.*\b(?:no_grad|inference_mode)\b")
+_WORD_RE = re.compile(r"[A-Za-z_]\w*")
+_STR_RE = re.compile(r"([\'\"])(?:\\.|(?!\1).)*\1")
 
 
-def _no_grad_only(tree: ast.Module) -> set[int]:
-    """Functions (by id of their def node) only ever referenced from no_grad code: they run under no_grad.
+def _no_grad_only(lines: list[str]) -> set[int]:
+    """Functions (by the line of their ``def``) only ever referenced from no_grad code: they run under no_grad.
 
     A function is no-grad-only when it is decorated with no_grad, or when every reference to its name in the
     file (a call, or passing it around) sits inside a ``with torch.no_grad()`` block or inside another
     no-grad-only function. Optimizer helpers (``_single_tensor_adamw``) and reparameterisation code qualify.
+    Works on the text (indentation delimits blocks): a fraction of the cost of walking the tree.
     """
-    defs: dict[str, list[ast.AST]] = {}
-    refs: list[tuple[str, bool, ast.AST | None]] = []  # (name, inside no_grad block, enclosing def)
+    defs: dict[str, list[int]] = {}
     decorated: set[int] = set()
-
-    def visit(node: ast.AST, ng: bool, fn: ast.AST | None) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                defs.setdefault(child.name, []).append(child)
-                if any(_is_ng_expr(d) for d in child.decorator_list):
-                    decorated.add(id(child))
-                for d in child.decorator_list:
-                    visit(d, ng, fn)
-                visit(child, False, child)
-            elif isinstance(child, (ast.With, ast.AsyncWith)):
-                inner = ng or any(_is_ng_expr(i.context_expr) for i in child.items)
-                for i in child.items:
-                    visit(i, ng, fn)
-                for b in child.body:
-                    visit_stmt(b, inner, fn)
-            elif isinstance(child, ast.Name) and isinstance(child.ctx, ast.Load):
-                refs.append((child.id, ng, fn))
-            elif isinstance(child, ast.Attribute) and isinstance(child.ctx, ast.Load):
-                refs.append((child.attr, ng, fn))
-                visit(child, ng, fn)
-            else:
-                visit(child, ng, fn)
-
-    def visit_stmt(stmt: ast.AST, ng: bool, fn: ast.AST | None) -> None:
-        wrapper = ast.Module(body=[stmt], type_ignores=[])  # type: ignore[list-item]
-        visit(wrapper, ng, fn)
-
-    visit(tree, False, None)
-    by_name: dict[str, list[tuple[bool, ast.AST | None]]] = {}
-    for name, ng, fn in refs:
-        if name in defs:
-            by_name.setdefault(name, []).append((ng, fn))
+    fn_of: list[int] = [0] * (len(lines) + 2)  # innermost enclosing def line of each line (0: module level)
+    ng_of: list[bool] = [False] * (len(lines) + 2)
+    stack: list[tuple[int, str, int]] = []  # (indent, kind, def line) of open blocks
+    deco_ng = False
+    depth = 0  # open brackets: continuation lines (a multi-line signature's closing `):`) are not blocks
+    for no, text in enumerate(lines, 1):
+        stripped = text.lstrip()
+        cont = depth > 0
+        if stripped and not stripped.startswith("#"):
+            code = _STR_RE.sub("''", stripped).split("#", 1)[0]
+            depth = max(0, depth + sum(code.count(c) for c in "([{") - sum(code.count(c) for c in ")]}"))
+        if cont or not stripped or stripped.startswith("#"):
+            fn_of[no] = next((d for _i, k, d in reversed(stack) if k == "def"), 0)
+            ng_of[no] = any(k == "ng" for _i, k, _d in stack)
+            continue
+        indent = len(text) - len(stripped)
+        while stack and indent <= stack[-1][0]:
+            stack.pop()
+        fn_of[no] = next((d for _i, k, d in reversed(stack) if k == "def"), 0)
+        ng_of[no] = any(k == "ng" for _i, k, _d in stack)
+        if stripped.startswith("@"):
+            deco_ng = deco_ng or bool(_DECO_NG_RE.match(text))
+            continue
+        m = _DEF_RE.match(text)
+        if m:
+            defs.setdefault(m.group(2), []).append(no)
+            if deco_ng:
+                decorated.add(no)
+            stack.append((indent, "def", no))
+        elif _WITH_NG_RE.match(text):
+            stack.append((indent, "ng", 0))
+        deco_ng = False
+    refs: dict[str, list[tuple[bool, int]]] = {}
+    in_doc = ""
+    for no, text in enumerate(lines, 1):
+        code = text
+        if in_doc:  # inside a triple-quoted string: skip up to its end
+            end = code.find(in_doc)
+            if end < 0:
+                continue
+            code, in_doc = code[end + 3:], ""
+        for q in ('"""', "'''"):
+            while q in code:
+                a = code.find(q)
+                b = code.find(q, a + 3)
+                if b < 0:
+                    code, in_doc = code[:a], q
+                    break
+                code = code[:a] + code[b + 3:]
+        code = _STR_RE.sub("''", code).split("#", 1)[0]
+        for w in _WORD_RE.findall(code):
+            if w in defs and no not in defs[w]:
+                refs.setdefault(w, []).append((ng_of[no], fn_of[no]))
     ng_only: set[int] = set(decorated)
     changed = True
     while changed:
         changed = False
         for name, nodes in defs.items():
-            rs = by_name.get(name)
+            rs = refs.get(name)
             if not rs:
                 continue
-            if all(ng or (fn is not None and (id(fn) in ng_only or fn in nodes)) for ng, fn in rs) and any(
-                    ng or (fn is not None and id(fn) in ng_only and fn not in nodes) for ng, fn in rs):
+            if all(ng or (fn and (fn in ng_only or fn in nodes)) for ng, fn in rs) and any(
+                    ng or (fn and fn in ng_only and fn not in nodes) for ng, fn in rs):
                 for n in nodes:
-                    if id(n) not in ng_only:
-                        ng_only.add(id(n))
+                    if n not in ng_only:
+                        ng_only.add(n)
                         changed = True
     return ng_only
 
