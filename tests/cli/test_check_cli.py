@@ -10,7 +10,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from gradguard.api import check_source
 from gradguard.cli import main
 
