@@ -54,6 +54,7 @@ class Case:
     fixed_path: Path | None = None
     run: dict[str, Any] | None = None
     ref_run: dict[str, Any] | None = None
+    twin_fallback: bool = True  # no reference twin: use a `_fixed` sibling when the original fails even so
 
     @property
     def changed(self) -> bool:
@@ -207,7 +208,7 @@ def _ref_key(c: Case) -> str:
 
 def _alt_key(c: Case) -> str | None:
     twin = c.path.with_name(c.path.stem + "_fixed.py")
-    return str(twin) if c.reference is None and twin.exists() else None
+    return str(twin) if c.reference is None and c.twin_fallback and twin.exists() else None
 
 
 def prepare(cases: list[Case], workdir: Path, finder: Finder = analyzer_finder) -> list[Case]:

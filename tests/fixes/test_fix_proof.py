@@ -30,17 +30,54 @@ RULE_EXAMPLES = proof.rule_example_ids()
 HANDMADE_CASES = [c for c in proof.corpus_cases() if c.id in EXPECTED]
 
 
+def hatch_finder(source: str, path: str) -> list:
+    """The analyzer's findings on the original file, each offering only the escape hatch (when it applies)."""
+    from gradguard.fixes.builders import Ctx, _escape_hatch
+    from gradguard.model import Fix
+
+    if source != Path(path).read_text(encoding="utf-8"):
+        return []
+    out = []
+    lines = source.splitlines()
+    for f in proof.analyzer_finder(source, path):
+        if f.code in ("GG101", "GG102", "GG103", "GG104") and f.mutation is not None:
+            hatch = _escape_hatch(Ctx(f, source, lines))
+            f.fixes = [Fix(h.title, h.safe, h.edits, True, h.kind) for h in hatch[:1]]
+            out.append(f)
+    return out
+
+
 @pytest.fixture(scope="module")
 def proven(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, proof.Case]]:
     work = tmp_path_factory.mktemp("fixed")
     analyzer = [proof.Case(c.id, c.path, c.reference) for c in ANALYZER_CASES]
     analyzer += proof.rule_example_cases(work / "rules")
     handmade = [proof.Case(c.id, c.path, c.reference) for c in HANDMADE_CASES]
+    # the escape hatch, applied alone; its reference is always the original under the same context manager
+    hatch = [proof.Case("hatch:" + c.id, c.path, None, twin_fallback=False) for c in ANALYZER_CASES]
     proof.prepare(analyzer, work / "analyzer")
     proof.prepare(handmade, work / "handmade", handmade_finder({c.id: str(c.path) for c in handmade}))
-    proof.execute(analyzer + handmade)
+    proof.prepare(hatch, work / "hatch", hatch_finder)
+    hatch = [c for c in hatch if c.changed]
+    proof.execute(analyzer + handmade + hatch)
     print("\n" + proof.report(analyzer))
-    return {"analyzer": {c.id: c for c in analyzer}, "handmade": {c.id: c for c in handmade}}
+    return {"analyzer": {c.id: c for c in analyzer}, "handmade": {c.id: c for c in handmade},
+            "hatch": {c.id: c for c in hatch}}
+
+
+def test_escape_hatch_runs_and_keeps_every_value(proven: dict[str, dict[str, proof.Case]]) -> None:
+    """Wrapping saver..backward in allow_mutation_on_saved_tensors() (where it applies) makes backward succeed
+    with exactly the values the original means."""
+    # (where even the original fails under the context manager, e.g. a custom Function returning a view of its
+    # input, the hatch cannot help: those are not counted)
+    cases = [c for c in proven["hatch"].values() if c.ref_run and c.ref_run["ok"]]
+    assert len(cases) >= 5, [c.id for c in cases]
+    print(f"\nescape hatch applied alone: {len(cases)} cases, e.g. {[c.id for c in cases[:6]]}")
+    for c in cases:
+        assert proof.parses(c.fixed), c.id
+        assert c.run is not None and c.run["ok"] and c.run["records"], (c.id, c.run and c.run.get("error"), c.fixed)
+        same, why = proof.same_as_reference(c)
+        assert same, (c.id, why)
 
 
 def check_case(c: proof.Case) -> None:

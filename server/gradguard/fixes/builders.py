@@ -1079,8 +1079,7 @@ def build_fixes(finding: Finding, source: str, lines: Sequence[str]) -> list[Fix
         fixes = [f for f in fixes if f.edits and ctx.parses_after(f)]
         # a safe fix (same forward values) beats an unsafe one; otherwise keep the builder's order
         fixes.sort(key=lambda f: not f.safe)
-    except (SyntaxError, ValueError, IndexError, KeyError, TypeError, AttributeError, RecursionError,
-            AssertionError):
+    except Exception:  # a builder bug must never break the diagnostics: no fix rather than no finding
         return []
     if finding.code in _NEVER_DETACH:
         fixes = [f for f in fixes if f.kind != "detach"]
