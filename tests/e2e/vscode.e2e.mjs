@@ -228,7 +228,7 @@ async function openFile(page, name) {
 }
 
 /** Rewrites the user settings through the editor (Preferences: Open User Settings (JSON)), as a user would. */
-async function setUserSettings(page, settings) {
+async function setUserSettings(page, settings, file) {
   // Code 1.139 opens it in a modal editor, older versions in a tab: find the editor showing the settings.
   const editor = page.locator('.monaco-editor:has(.view-lines:has-text("gradguard.interpreter"))').last();
   if (!(await editor.isVisible().catch(() => false))) {
@@ -239,8 +239,17 @@ async function setUserSettings(page, settings) {
   await page.keyboard.press("Control+A");
   await page.keyboard.press("Delete");
   await page.keyboard.insertText(JSON.stringify(settings)); // one line: no auto-indent in between
-  await page.keyboard.press("Control+S");
-  await page.waitForTimeout(300);
+  const saved = () => {
+    try {
+      return JSON.stringify(JSON.parse(fs.readFileSync(file, "utf8"))) === JSON.stringify(settings);
+    } catch {
+      return false;
+    }
+  };
+  for (let attempt = 0; attempt < 3 && !saved(); attempt++) {
+    await page.keyboard.press("Control+S");
+    await waitFor(saved, 5000, "settings.json saved").catch(() => undefined);
+  }
   // Close that editor (Code 1.139 shows it as a modal editor) so that the workbench has the keyboard again.
   const closeModal = page.locator('[aria-label^="Close Modal Editor"]').first();
   if (await closeModal.isVisible().catch(() => false)) {
@@ -573,10 +582,11 @@ async function main() {
     await shot("11-after-restart");
 
     // ------------------------------------------------------------------ settings apply without a reload
-    const settings = JSON.parse(fs.readFileSync(path.join(dirs.user, "User/settings.json"), "utf8"));
+    const userSettingsFile = path.join(dirs.user, "User/settings.json");
+    const settings = JSON.parse(fs.readFileSync(userSettingsFile, "utf8"));
     // gradguard.severity goes to the running server (didChangeConfiguration): GG101 becomes an error.
     fs.copyFileSync(path.join(ROOT, "tests/e2e/workspace/model.py"), path.join(dirs.ws, "severity.py"));
-    await setUserSettings(page, { ...settings, "gradguard.severity": { GG101: "error" } });
+    await setUserSettings(page, { ...settings, "gradguard.severity": { GG101: "error" } }, userSettingsFile);
     await openFile(page, "severity.py");
     const sev = await waitFor(
       async () => {
@@ -588,14 +598,14 @@ async function main() {
     ).catch(async () => ({ err: await squiggleLines(page, "error"), warn: await squiggleLines(page, "warning") }));
     await shot("11a-severity");
     check(JSON.stringify(sev.err) === JSON.stringify([gg101.line]) && JSON.stringify(sev.warn) === JSON.stringify([gg102.line]), `gradguard.severity {"GG101": "error"} applies without a restart (error squiggle on ${gg101.line}, warning on ${gg102.line})`, JSON.stringify(sev));
-    await setUserSettings(page, { ...settings, "gradguard.enable": false });
+    await setUserSettings(page, { ...settings, "gradguard.enable": false }, userSettingsFile);
     const disabled = await waitFor(() => page.locator('[aria-label="gradguard disabled"]').count(), 20000, "disabled").catch(() => 0);
     check(disabled > 0, "gradguard.enable=false stops the server without a reload (status 'disabled')");
     // An interpreter without gradguard: the status turns to error and the message offers to install it.
     const base = spawnSync(PYTHON, ["-c", "import sys; print(sys.base_prefix)"], { encoding: "utf8" }).stdout.trim();
     const bare = path.join(tmp, "bare-venv");
     spawnSync(path.join(base, "bin/python3"), ["-m", "venv", "--without-pip", bare]);
-    await setUserSettings(page, { ...settings, "gradguard.enable": true, "gradguard.interpreter": path.join(bare, "bin/python") });
+    await setUserSettings(page, { ...settings, "gradguard.enable": true, "gradguard.interpreter": path.join(bare, "bin/python") }, userSettingsFile);
     const errored = await waitFor(() => page.locator('[aria-label="gradguard error"]').count(), 30000, "error status").catch(() => 0);
     const toast = page.locator(".notifications-toasts .notification-toast", { hasText: "is not installed in" }).first();
     const toastText = await toast.innerText({ timeout: 15000 }).catch(() => "");
