@@ -1039,7 +1039,71 @@ def _step(ctx: Ctx) -> list[Fix]:
         fixes.append(Fix(title, False, tuple(edits), kind="reorder-step"))
     if bw is not None and bw.line > step.line:
         fixes += _escape_hatch(ctx, end_line=bw.end_line)
+    elif bw is not None:
+        fixes += _loop_escape_hatch(ctx, step, bw)
     return fixes
+
+
+_SCRIPT_DEFS = re.compile(r"(import|from|def|class|async\s+def|@)\b|@")
+
+
+def _loop_escape_hatch(ctx: Ctx, step: Span, bw: Span) -> list[Fix]:
+    """``for ...: loss.backward(retain_graph=True); opt.step()`` where each backward goes through a graph built
+    before the loop (or in ``__init__``): no local rewrite. Run the script part of the block - from the first
+    statement after the imports and definitions through the end of the loop - under
+    ``allow_mutation_on_saved_tensors()``: step() then keeps a copy of each saved parameter it modifies."""
+    if not re.search(r"^\s*import torch\b", ctx.source, re.M):
+        return []
+    lines = ctx.lines
+    # the loop holding both the backward and the step
+    ind = len(ctx.indent(bw.line))
+    hdr = 0
+    for j in range(bw.line - 1, 0, -1):
+        t = lines[j - 1]
+        st = t.strip()
+        if not st or st.startswith("#"):
+            continue
+        ti = len(t) - len(t.lstrip())
+        if ti < ind:
+            if re.match(r"(async\s+)?(for|while)\b", st):
+                hdr = j
+                break
+            if re.match(r"(async\s+)?def\b|class\b", st):
+                return []
+            ind = ti
+    if not hdr or step.line < hdr:
+        return []
+    base = ctx.indent(hdr)
+    if base:  # only a loop at module level: the script part of a function body is not delimited this way
+        return []
+    end = hdr
+    for j in range(hdr + 1, len(lines) + 1):
+        t = lines[j - 1]
+        if t.strip() and not t.startswith((" ", "\t")) and not t.strip().startswith((")", "]", "}", "#")):
+            break
+        if t.strip():
+            end = j
+    if end < step.end_line:
+        return []
+    # first top-level statement after the last top-level import/def/class before the loop
+    start = 0
+    in_def = False
+    for j in range(1, hdr + 1):
+        t = lines[j - 1]
+        if not t.strip() or t.startswith((" ", "\t")) or t.strip().startswith((")", "]", "}", "#")):
+            continue
+        if _SCRIPT_DEFS.match(t):
+            start, in_def = 0, True
+        elif not start:
+            start, in_def = j, False
+    if not start or in_def:
+        return []
+    unit = ctx.indent_unit(step.line)
+    edits = [_insert(start, 1, f"with {ESCAPE_HATCH}:{ctx.nl}{unit}")]
+    edits += [_insert(j, 1, unit) for j in range(start + 1, end + 1) if lines[j - 1].strip()]
+    return [Fix(f"Run lines {start}-{end} under `allow_mutation_on_saved_tensors()` (step() keeps a copy of each "
+                "saved parameter it modifies; backward uses the pre-step values)", False, tuple(edits),
+                kind="allow-mutation")]
 
 
 # -----------------------------------------------------------------------------------------------------------
