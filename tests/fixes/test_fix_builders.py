@@ -545,3 +545,28 @@ def test_iterating_a_tensor_becomes_indexing() -> None:
     new, fix = preferred(src, 3, "GG302", "method", view_op="iterating a tensor (unbind)")
     assert new.splitlines()[1] == "    for channel, mean, std in zip((t[0][i] for i in range(len(t[0]))), means, stds):"
     assert fix.safe and fix.kind == "index-views"
+
+
+def test_loop_escape_hatch_wraps_the_script_part_of_the_module() -> None:
+    src = d("""
+        import torch
+        import torch.nn as nn
+
+        def helper():
+            return 1
+
+        model = nn.Linear(2, 2)
+        feats = torch.tanh(model(torch.randn(3, 2)))
+        for epoch in range(3):
+            loss = feats.sum()
+            loss.backward(retain_graph=True)
+            opt.step()
+        print("done")
+        """)
+    new, fix = preferred(src, 12, "GG202", "step", backward_line=11)
+    assert fix.kind == "allow-mutation" and not fix.safe
+    assert new.splitlines()[6:14] == [
+        "with torch.autograd.graph.allow_mutation_on_saved_tensors():",
+        "    model = nn.Linear(2, 2)", "    feats = torch.tanh(model(torch.randn(3, 2)))",
+        "    for epoch in range(3):", "        loss = feats.sum()", "        loss.backward(retain_graph=True)",
+        "        opt.step()", 'print("done")']
