@@ -247,6 +247,7 @@ async function setUserSettings(page, settings, file) {
     }
   };
   for (let attempt = 0; attempt < 3 && !saved(); attempt++) {
+    await editor.locator(".view-lines").click();
     await page.keyboard.press("Control+S");
     await waitFor(saved, 5000, "settings.json saved").catch(() => undefined);
   }
@@ -285,6 +286,8 @@ async function main() {
   const dirs = Object.fromEntries(["user", "extensions", "xdg-config", "xdg-data", "ws"].map((d) => [d, path.join(tmp, d)]));
   Object.values(dirs).forEach((d) => fs.mkdirSync(d, { recursive: true }));
   fs.cpSync(path.join(ROOT, "tests/e2e/workspace"), dirs.ws, { recursive: true, filter: (src) => !src.includes("__pycache__") });
+  // An untouched copy of the model for the severity setting check (model.py itself gets fixed on the way).
+  fs.copyFileSync(path.join(ROOT, "tests/e2e/workspace/model.py"), path.join(dirs.ws, "severity.py"));
   fs.writeFileSync(path.join(tmp, "config.yaml"), "bind-addr: 127.0.0.1:0\nauth: none\ncert: false\n");
   fs.mkdirSync(path.join(dirs.user, "User"), { recursive: true });
   fs.writeFileSync(
@@ -585,7 +588,6 @@ async function main() {
     const userSettingsFile = path.join(dirs.user, "User/settings.json");
     const settings = JSON.parse(fs.readFileSync(userSettingsFile, "utf8"));
     // gradguard.severity goes to the running server (didChangeConfiguration): GG101 becomes an error.
-    fs.copyFileSync(path.join(ROOT, "tests/e2e/workspace/model.py"), path.join(dirs.ws, "severity.py"));
     await setUserSettings(page, { ...settings, "gradguard.severity": { GG101: "error" } }, userSettingsFile);
     await openFile(page, "severity.py");
     const sev = await waitFor(
