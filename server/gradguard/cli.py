@@ -97,7 +97,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         changed = 0
         for path, fs in sorted(by_path.items()):
             try:
-                with open(path, encoding="utf-8") as fh:
+                with open(path, encoding="utf-8", newline="") as fh:
                     old = fh.read()
             except (OSError, UnicodeDecodeError):
                 continue
@@ -109,7 +109,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                 sys.stdout.writelines(difflib.unified_diff(
                     old.splitlines(True), new.splitlines(True), fromfile=f"a/{path}", tofile=f"b/{path}"))
             else:
-                with open(path, "w", encoding="utf-8") as fh:
+                with open(path, "w", encoding="utf-8", newline="") as fh:
                     fh.write(new)
         if args.diff:
             return 1 if changed and not args.exit_zero else 0

@@ -20,10 +20,7 @@ pytestmark = pytest.mark.torch
 # iteration's backward goes through it after optimizer.step(): the only fix is the escape hatch around the
 # script part of the module (lines from the first statement after the definitions through the loop); it runs
 # correctly, but the analyzer still reports GG202 inside allow_mutation_on_saved_tensors() for this case.
-KNOWN_UNFIXED = {
-    "gg202/pos_step_in_loop_cached_features": "escape hatch applied and runs; the analyzer still reports GG202 "
-                                              "inside allow_mutation_on_saved_tensors()",
-}
+KNOWN_UNFIXED: dict[str, str] = {}
 
 ANALYZER_CASES = proof.corpus_cases() + proof.fixture_cases()
 RULE_EXAMPLES = proof.rule_example_ids()

@@ -326,7 +326,7 @@ class Analyzer:
         for s in val.storages:
             saved.pop(s, None)
         owners = frozenset(s.param_of for s in val.storages if s.param_of is not None)
-        if owners:
+        if owners and not st.allow_mutation:  # under allow_mutation_on_saved_tensors torch keeps a copy
             st.heap.steps = (*st.heap.steps, StepEvent(self.stamp, owners, site, stmt, f"in-place update of `{target}`"))
 
     def save(self, val: Val, st: State, rec: SaveRecord) -> None:
@@ -1624,7 +1624,7 @@ class Analyzer:
     def obj_method(self, o: Obj, name: str, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State,
                    fr: Frame) -> Val:
         if o.kind == "optimizer":
-            if name == "step":
+            if name == "step" and not st.allow_mutation:  # allow_mutation_on_saved_tensors keeps copies
                 owners = o.cfg.get("owners")
                 own = owners.owners if isinstance(owners, Params) else frozenset()
                 stmt = self.stmt_site()
