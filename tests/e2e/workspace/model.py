@@ -1,6 +1,6 @@
 """A small CNN with two autograd in-place hazards and one safe in-place stack (editor end-to-end fixture).
 
-Labels (checked by tests/e2e/check_fixture.py with torch): the lines marked `# hazard: GGxxx` break
+Labels (checked by tests/e2e/test_fixture_labels.py with torch): the lines marked `# hazard: GGxxx` break
 backward(); conv -> bn -> ReLU(inplace=True) is safe (BatchNorm does not save its output).
 """
 
