@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote
 
 from lsprotocol import types as T
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
@@ -271,7 +272,10 @@ class Controller:
     # ------------------------------------------------------------------------------------------ documents
     def _text_doc(self, uri: str) -> Any:
         try:
-            return self.ls.workspace.text_documents.get(uri)
+            docs = self.ls.workspace.text_documents
+            # pygls keys documents by the unquoted URI; VS Code sends notebook cells (`...#W0sZmlsZQ%3D%3D`)
+            # and paths with spaces percent-encoded.
+            return docs.get(uri) or docs.get(unquote(uri))
         except RuntimeError:
             return None
 
