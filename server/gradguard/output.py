@@ -11,7 +11,8 @@ from gradguard import __version__
 from gradguard.model import Finding
 
 
-def _rel(path: str) -> str:
+def display_path(path: str) -> str:
+    """A path as users read it: relative to the working directory when below it."""
     try:
         rel = os.path.relpath(path)
     except ValueError:
@@ -22,7 +23,7 @@ def _rel(path: str) -> str:
 def text(findings: Sequence[Finding]) -> str:
     out = []
     for f in findings:
-        out.append(f"{_rel(f.path)}:{f.line}:{f.column}: {f.code} {f.message}")
+        out.append(f"{display_path(f.path)}:{f.line}:{f.column}: {f.code} {f.message}")
     if findings:
         nfix = sum(1 for f in findings if any(x.safe for x in f.fixes))
         tail = f" ({nfix} fixable with `gradguard check --fix`)" if nfix else ""
@@ -42,7 +43,7 @@ def github(findings: Sequence[Finding]) -> str:
     for f in findings:
         level = "error" if f.severity == "error" else "warning" if f.severity == "warning" else "notice"
         lines.append(
-            f"::{level} title=gradguard ({f.code}),file={_rel(f.path)},line={f.line},col={f.column},"
+            f"::{level} title=gradguard ({f.code}),file={display_path(f.path)},line={f.line},col={f.column},"
             f"endLine={f.end_line},endColumn={f.end_column}::{esc(f.code + ' ' + f.message)}"
         )
     return "\n".join(lines)
@@ -73,14 +74,14 @@ def sarif(findings: Sequence[Finding]) -> str:
             "level": level,
             "message": {"text": f.message},
             "locations": [{"physicalLocation": {
-                "artifactLocation": {"uri": _rel(f.path).replace(os.sep, "/")},
+                "artifactLocation": {"uri": display_path(f.path).replace(os.sep, "/")},
                 "region": {"startLine": f.line, "startColumn": f.column,
                            "endLine": f.end_line, "endColumn": f.end_column},
             }}],
             "relatedLocations": [{
                 "id": i,
                 "message": {"text": r.message},
-                "physicalLocation": {"artifactLocation": {"uri": _rel(r.path).replace(os.sep, "/")},
+                "physicalLocation": {"artifactLocation": {"uri": display_path(r.path).replace(os.sep, "/")},
                                      "region": {"startLine": r.line, "startColumn": r.column}},
             } for i, r in enumerate(f.related)],
         })

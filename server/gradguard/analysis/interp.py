@@ -1702,20 +1702,12 @@ class Analyzer:
                 obj.entries = self._entries(pos)
                 obj.kind = "local"
             else:
-                base = next((b for b in tb if self.kb.get(self.canon(b)) is not None), None)
-                if base is not None:
-                    m = self.construct_module(self.kb.get(self.canon(base)), pos, kw, n)  # type: ignore[arg-type]
-                    if isinstance(m, Obj):
-                        obj.inplace, obj.kw_site, obj.positional = m.inplace, m.kw_site, m.positional
+                self.init_torch_base(obj, cls, pos, kw, n)
             return NONE
         if name == "forward":
-            base = next((b for b in tb if self.kb.get(self.canon(b)) is not None), None)
-            if base is not None:
-                info = self.kb.get(self.canon(base))
-                assert info is not None
-                if obj.inplace and info.inplace_kwarg:
-                    info = self.kb.get(f"{info.name}[{info.inplace_kwarg}=True]") or info
-                return self.apply(info, pos, kw, n, st, fr, display=base.rsplit(".", 1)[-1], module=obj)
+            tbase = self.torch_base(cls)
+            if tbase is not None:
+                return self.call_torch_base(obj, *tbase, pos, kw, n, st, fr)
             if "torch.nn.Sequential" in tb and pos:
                 return self.run_sequential(obj, pos[0], n, st, fr)
         return UNKNOWN
@@ -1768,13 +1760,9 @@ class Analyzer:
             tb = o.info.torch_bases()
             if "torch.nn.Sequential" in tb and pos:
                 return self.run_sequential(o, pos[0], n, st, fr)
-            base = next((b for b in tb if self.kb.get(self.canon(b)) is not None), None)
-            if base is not None:
-                info = self.kb.get(self.canon(base))
-                assert info is not None
-                if o.inplace and info.inplace_kwarg:
-                    info = self.kb.get(f"{info.name}[{info.inplace_kwarg}=True]") or info
-                return self.apply(info, pos, kw, n, st, fr, display=base.rsplit(".", 1)[-1], module=o, in_seq=in_seq)
+            tbase = self.torch_base(o.info)
+            if tbase is not None:
+                return self.call_torch_base(o, *tbase, pos, kw, n, st, fr, in_seq=in_seq)
         return UNKNOWN
 
     def run_sequential(self, o: Obj, x: Val, n: ast.Call, st: State, fr: Frame) -> Val:
@@ -1822,11 +1810,29 @@ class Analyzer:
         elif "torch.nn.Sequential" in tb:
             o.entries = self._entries(pos)
         else:
-            base = next((b for b in tb if self.kb.get(self.canon(b)) is not None), None)
-            if base is not None:
-                m = self.construct_module(self.kb.get(self.canon(base)), pos, kw, n)  # type: ignore[arg-type]
-                o.inplace, o.kw_site, o.positional = m.inplace, m.kw_site, m.positional
+            self.init_torch_base(o, ci, pos, kw, n)
         return o
+
+    # subclasses of torch modules (class MyConv(nn.Conv3d)) ------------------------------------------------
+    def torch_base(self, cls: ClassInfo) -> tuple[str, OpInfo] | None:
+        for b in cls.torch_bases():
+            info = self.kb.get(self.canon(b))
+            if info is not None:
+                return b, info
+        return None
+
+    def init_torch_base(self, obj: Obj, cls: ClassInfo, pos: list[Val], kw: dict[str, Val], n: ast.AST) -> None:
+        """The torch base's constructor: remember its in-place flag."""
+        tbase = self.torch_base(cls)
+        if tbase is not None:
+            m = self.construct_module(tbase[1], pos, kw, n)
+            obj.inplace, obj.kw_site, obj.positional = m.inplace, m.kw_site, m.positional
+
+    def call_torch_base(self, obj: Obj, base: str, info: OpInfo, pos: list[Val], kw: dict[str, Val], n: ast.Call,
+                        st: State, fr: Frame, in_seq: Obj | None = None) -> Val:
+        if obj.inplace and info.inplace_kwarg:
+            info = self.kb.get(f"{info.name}[{info.inplace_kwarg}=True]") or info
+        return self.apply(info, pos, kw, n, st, fr, display=base.rsplit(".", 1)[-1], module=obj, in_seq=in_seq)
 
     def _is_function_class(self, ci: ClassInfo) -> bool:
         return any(b in FUNCTION_BASES for b in ci.torch_bases())

@@ -10,6 +10,8 @@ import os
 import re
 from typing import Any
 
+from gradguard.output import display_path
+
 SOURCE = "gradguard-run"
 
 AUTOGRAD_INPLACE_MESSAGES = (
@@ -42,12 +44,6 @@ _INPLACE_ACTIVATION_FUNCS = re.compile(
 )
 
 
-def _rel(path: str) -> str:
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:
-        return path
-    return path if rel.startswith("..") else rel
 
 
 def _short(path: str) -> str:
@@ -56,7 +52,7 @@ def _short(path: str) -> str:
         i = path.rfind(marker)
         if i >= 0:
             return path[i + len(marker):]
-    return _rel(path)
+    return display_path(path)
 
 
 def _op_from_node(node: str | None) -> str:
