@@ -173,8 +173,9 @@ def test_rule_docs_command(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_entry_points_exist() -> None:
-    venv_bin = Path(sys.executable).parent
-    exe = venv_bin / "gradguard"
-    if exe.exists():
-        r = subprocess.run([str(exe), "--version"], capture_output=True, text=True, env={**os.environ})
-        assert r.returncode == 0 and "gradguard" in r.stdout
+    """The console script (installed next to the interpreter) and `python -m gradguard` both work."""
+    exe = Path(sys.executable).parent / "gradguard"
+    assert exe.exists(), f"console script missing: {exe}"
+    for cmd in ([str(exe), "--version"], [sys.executable, "-m", "gradguard", "--version"]):
+        r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ})
+        assert r.returncode == 0 and "gradguard" in r.stdout, (cmd, r.stderr)
