@@ -92,7 +92,7 @@ def test_check_mode_reports_up_to_date_and_stale(
 ) -> None:
     from gradguard.knowledge import probe
 
-    monkeypatch.setattr(probe, "build_table", lambda: regenerated)
+    monkeypatch.setattr(probe, "build_table", lambda *a, **k: regenerated)
     out = tmp_path / "t.json"
     assert probe.main(output=str(out), check=False) == 0
     assert probe.main(output=str(out), check=True) == 0

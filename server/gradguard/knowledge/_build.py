@@ -150,7 +150,11 @@ def probe_spec(spec: Spec) -> dict[str, Any]:
     if sources:
         ac = E.run(spec, arg_names, set(sources), autocast=True)
         casts = ac.casts - ac.saved  # a cast copy is saved and the float32 original is not
-        if not ac.error and casts:
+        if ac.error:
+            # This CPU cannot run the op under bf16 autocast (oneDNN LSTM kernels need AVX-512): the probe
+            # learns nothing here, and build_table keeps what a machine that could run it recorded.
+            entry["_autocast_unprobed"] = True
+        elif casts:
             entry["autocast_casts"] = _ordered(casts, sources)
     if spec.kind == "module" or spec.train_kwarg:
         ev_mut: set[str] = set()

@@ -21,8 +21,12 @@ def _dump(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=1, sort_keys=True) + "\n"
 
 
-def build_table() -> dict[str, Any]:
-    """The whole table (deterministic: sorted keys, no addresses, no timestamps)."""
+def build_table(previous: str | None = TABLE_PATH) -> dict[str, Any]:
+    """The whole table (deterministic: sorted keys, no addresses, no timestamps).
+
+    Facts this machine cannot probe (an op whose autocast kernel this CPU lacks) are taken from ``previous``
+    (the table being regenerated), so the result does not depend on which CPU ran the probe.
+    """
     import warnings
 
     import torch
@@ -33,6 +37,18 @@ def build_table() -> dict[str, Any]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ops = build_entries()
+    old_ops: dict[str, Any] = {}
+    if previous:
+        try:
+            with open(previous, encoding="utf-8") as f:
+                old_ops = json.load(f).get("ops", {})
+        except (OSError, ValueError, AttributeError):
+            old_ops = {}
+    for name, entry in ops.items():
+        if entry.pop("_autocast_unprobed", False):
+            casts = (old_ops.get(name) or {}).get("autocast_casts")
+            if casts:
+                entry["autocast_casts"] = casts
     return {"torch_version": torch.__version__, "probe_mode": "modules in training mode", "ops": ops}
 
 
@@ -45,7 +61,7 @@ def main(output: str | None = None, check: bool = False) -> int:
     import time
 
     t0 = time.perf_counter()
-    data = build_table()
+    data = build_table(output or TABLE_PATH)
     elapsed = time.perf_counter() - t0
     text = _dump(data)
     if check:
