@@ -27,16 +27,35 @@ torch is not imported before the script imports it (an import hook installs the 
 
 from __future__ import annotations
 
+import os
+import sys
+
+# Nothing next to the script (or in the working directory) may replace the tracer's own modules: a ``runpy.py``
+# or ``json.py`` there must not run in its place.  Until main() hands sys.path over to the script, the tracer
+# imports with only the absolute entries that are neither this file's directory, nor the working directory, nor
+# '' (an empty PYTHONPATH component); everything it needs is imported here, up front.  main() then gives the
+# script exactly the sys.path ``python script.py`` would have (its own directory first).
+if __name__ == "__main__":
+    _STARTUP_PATH: list[str] | None = list(sys.path)
+    _cwd = os.path.realpath(os.getcwd())
+    sys.path[:] = [p for p in sys.path[1:] if p and os.path.isabs(p) and os.path.realpath(p) != _cwd]
+else:  # imported (tests): leave the importer's sys.path alone
+    _STARTUP_PATH = None
+
 import ast
 import collections
+import importlib.util
 import json
 import linecache
-import os
 import re
-import sys
+import runpy
+import signal
 import sysconfig
 import time
+import traceback
 import types
+import warnings
+import weakref
 from typing import Any
 
 _HERE = os.path.abspath(__file__)
@@ -656,7 +675,6 @@ def install(check_nan: bool = False) -> Any:
     from torch.utils._python_dispatch import TorchDispatchMode
 
     global _MODULE_SITES
-    import weakref
 
     torch_dir = os.path.dirname(os.path.abspath(torch.__file__))
     _init_dirs(torch_dir)
@@ -737,8 +755,6 @@ def _clean_anomaly_text(text: str) -> str:
 
 
 def _clean_anomaly_warnings() -> None:
-    import warnings
-
     orig = warnings.showwarning
 
     def showwarning(message: Any, category: Any, filename: Any, lineno: Any, file: Any = None,
@@ -763,8 +779,6 @@ class _TorchImportHook:
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
         if name != "torch" or self.busy:
             return None
-        import importlib.util
-
         self.busy = True
         try:
             spec = importlib.util.find_spec("torch")
@@ -882,6 +896,8 @@ def main(argv: list[str]) -> int:
     check_nan = os.environ.pop("GRADGUARD_RUN_CHECK_NAN", "") == "1"
     trace = os.environ.pop("GRADGUARD_RUN_TRACE", "1") != "0"
     script = None
+    if _STARTUP_PATH is not None:
+        sys.path[:] = _STARTUP_PATH  # what `python script.py` has; [0] becomes the script's directory below
     if kind == "path":
         script = os.path.abspath(target)
         sys.argv = [target, *args]
@@ -896,8 +912,6 @@ def main(argv: list[str]) -> int:
             install(check_nan)
         else:
             sys.meta_path.insert(0, _TorchImportHook(check_nan))  # type: ignore[arg-type]
-
-    import runpy
 
     facts: dict[str, Any] = {"version": 1, "exception": None, "incidents": _incidents}
     code = 0
@@ -942,8 +956,6 @@ def main(argv: list[str]) -> int:
             e.__traceback__ = tb
             sys.excepthook(type(e), e, tb)
         except Exception:
-            import traceback
-
             traceback.print_exception(type(e), e, tb)
     for inc in _incidents:
         inc["uncaught"] = uncaught is not None and inc.pop("exc_id", None) == id(uncaught)
@@ -970,8 +982,6 @@ def main(argv: list[str]) -> int:
     except Exception:
         pass
     if isinstance(uncaught, KeyboardInterrupt):
-        import signal
-
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
     return code
