@@ -26,7 +26,7 @@ demo: setup
 	$(BIN)/gradguard check examples/cnn_inplace.py --diff --exit-zero
 
 lint: setup
-	$(BIN)/ruff check server tests benchmarks
+	$(BIN)/ruff check server tests benchmarks client/launcher
 
 typecheck: setup
 	$(BIN)/mypy

@@ -9,10 +9,15 @@
 //   (pip picks the right native wheels for the platform).  A stamp file records what was installed; a new
 //   extension version gets a new venv.
 //
+// Every process started here runs in a directory outside the workspace (the launcher's, client/launcher/): a
+// `python -m`/`-c` puts its working directory first on sys.path, and the workspace's files must never be imported.
+//
 // No `vscode` import: processes are started through an injected runner, so this is unit-tested.
 
 import * as path from "path";
 import { execFile } from "child_process";
+
+import { LAUNCH_FLAGS } from "./interpreter";
 
 export interface RunResult {
   code: number | null;
@@ -21,10 +26,11 @@ export interface RunResult {
   error?: string;
 }
 
-export type Runner = (command: string, args: string[], options?: { cwd?: string; timeoutMs?: number }) => Promise<RunResult>;
+/** `cwd` is required: a process must never inherit a working directory that may be the workspace. */
+export type Runner = (command: string, args: string[], options: { cwd: string; timeoutMs?: number }) => Promise<RunResult>;
 
 /** Runs a process to completion (no shell), capturing its output. */
-export const runProcess: Runner = (command, args, options = {}) =>
+export const runProcess: Runner = (command, args, options) =>
   new Promise((resolve) => {
     execFile(
       command,
@@ -38,28 +44,46 @@ export const runProcess: Runner = (command, args, options = {}) =>
     );
   });
 
-/** What `python -c PROBE` prints: gradguard's version, or an error naming the missing module. */
-export const PROBE = "import sys\ntry:\n    import gradguard\nexcept Exception as e:\n    print('missing:' + type(e).__name__ + ': ' + str(e))\n    sys.exit(3)\nprint('gradguard:' + gradguard.__version__)\n";
+/** The launcher shipped in the VSIX (client/launcher/launch.py) under the extension's root directory. */
+export function launcherPath(extensionRoot: string): string {
+  return path.join(extensionRoot, "client", "launcher", "launch.py");
+}
+
+/** Where the probe, pip and venv run: the launcher's directory (holds nothing but launch.py). */
+export function safeCwd(launcher: string): string {
+  return path.dirname(launcher);
+}
 
 export interface Probe {
   installed: boolean;
   version?: string;
+  /** Interpreter flags the launcher asked for (`-I`, `-P`); see client/launcher/launch.py. */
+  flags: string[];
+  /** The interpreter's version, e.g. "3.12.4", when the launcher could report it. */
+  python?: string;
   detail: string;
 }
 
+/** Parses what `python launch.py --probe` prints: `python:`, `flags:`, then `gradguard:<version>` or `missing:<why>`. */
 export function parseProbe(result: RunResult): Probe {
-  const line = result.stdout.split(/\r?\n/).find((l) => l.startsWith("gradguard:") || l.startsWith("missing:"));
-  if (result.code === 0 && line?.startsWith("gradguard:")) {
-    return { installed: true, version: line.slice("gradguard:".length).trim(), detail: line };
+  const lines = result.stdout.split(/\r?\n/);
+  const value = (key: string) => lines.find((l) => l.startsWith(`${key}:`))?.slice(key.length + 1).trim();
+  const flags = (value("flags") ?? "").split(/\s+/).filter((f) => LAUNCH_FLAGS.includes(f));
+  const python = value("python");
+  const version = value("gradguard");
+  if (result.code === 0 && version !== undefined) {
+    return { installed: true, version, flags, python, detail: `gradguard:${version}` };
   }
-  if (line?.startsWith("missing:")) {
-    return { installed: false, detail: line.slice("missing:".length).trim() };
+  const missing = value("missing");
+  if (missing !== undefined) {
+    return { installed: false, flags, python, detail: missing };
   }
-  return { installed: false, detail: (result.error ?? result.stderr.trim()) || `exit code ${result.code}` };
+  return { installed: false, flags, python, detail: (result.error ?? result.stderr.trim()) || `exit code ${result.code}` };
 }
 
-export async function probeGradguard(python: string, run: Runner = runProcess): Promise<Probe> {
-  return parseProbe(await run(python, ["-c", PROBE], { timeoutMs: 60_000 }));
+/** Runs the launcher's probe with `python`, in the launcher's directory, like the server will be started. */
+export async function probeGradguard(python: string, launcher: string, run: Runner = runProcess): Promise<Probe> {
+  return parseProbe(await run(python, [launcher, "--probe"], { cwd: safeCwd(launcher), timeoutMs: 60_000 }));
 }
 
 /** The pip requirement to install: GRADGUARD_INSTALL_SPEC when set (e.g. a local checkout), else gradguard (pinned for the bundled venv). */
@@ -85,6 +109,8 @@ export function venvPython(venvDir: string, platform: NodeJS.Platform): string {
 
 export interface BundledOptions {
   basePython: string;
+  /** client/launcher/launch.py: probes the venv, and its directory is where venv and pip run. */
+  launcher: string;
   storageDir: string;
   extensionVersion: string;
   platform: NodeJS.Platform;
@@ -95,33 +121,38 @@ export interface BundledOptions {
   report: (message: string) => void;
 }
 
-/** Returns the bundled venv's python, creating the venv and installing gradguard into it when needed. */
-export async function ensureBundled(o: BundledOptions): Promise<string> {
+/**
+ * Returns the bundled venv's python and its probe, creating the venv and installing gradguard into it when needed.
+ * `venv` and `pip` run isolated (`-I`): only the standard library and the venv's own packages, whatever
+ * PYTHONPATH says (so pip sees what the isolated server will see).
+ */
+export async function ensureBundled(o: BundledOptions): Promise<{ python: string; probe: Probe }> {
   const run = o.run ?? runProcess;
+  const cwd = safeCwd(o.launcher);
   const dir = bundledVenvDir(o.storageDir, o.extensionVersion);
   const python = venvPython(dir, o.platform);
   if (o.exists(python)) {
-    const probe = await probeGradguard(python, run);
+    const probe = await probeGradguard(python, o.launcher, run);
     if (probe.installed) {
-      return python;
+      return { python, probe };
     }
   } else {
     o.report(`Creating gradguard's private environment in ${dir} (first use only)...`);
-    const made = await run(o.basePython, ["-m", "venv", dir]);
+    const made = await run(o.basePython, ["-I", "-m", "venv", dir], { cwd });
     if (made.code !== 0) {
-      throw new Error(`'${o.basePython} -m venv ${dir}' failed: ${(made.stderr || made.error || "").trim()}`);
+      throw new Error(`'${o.basePython} -I -m venv ${dir}' failed: ${(made.stderr || made.error || "").trim()}`);
     }
   }
   const spec = installSpec(o.env, o.extensionVersion);
   o.report(`Installing ${spec} and its dependencies (libcst, pygls) into ${dir}...`);
-  const pip = await run(python, pipInstallArgs(spec));
+  const pip = await run(python, ["-I", ...pipInstallArgs(spec)], { cwd });
   if (pip.code !== 0) {
     throw new Error(`'pip install ${spec}' into ${dir} failed:\n${(pip.stderr || pip.stdout || pip.error || "").trim()}`);
   }
-  const probe = await probeGradguard(python, run);
+  const probe = await probeGradguard(python, o.launcher, run);
   if (!probe.installed) {
     throw new Error(`gradguard is still not importable in ${dir}: ${probe.detail}`);
   }
   o.report(`gradguard ${probe.version} is ready in ${dir}.`);
-  return python;
+  return { python, probe };
 }

@@ -1,5 +1,6 @@
-// The gradguard VS Code extension: a thin client that starts `python -m gradguard lsp` and adds commands,
-// a status bar item and settings handling.  Everything that can be decided without VS Code lives in
+// The gradguard VS Code extension: a thin client that starts the gradguard language server and adds commands,
+// a status bar item and settings handling.  The server is started through client/launcher/launch.py, outside the
+// workspace and with the interpreter's isolation flags, so that no file in the workspace can shadow a module.  Everything that can be decided without VS Code lives in
 // settings.ts, interpreter.ts and environment.ts (unit-tested).
 
 import * as fs from "fs";
@@ -16,7 +17,7 @@ import {
   TransportKind,
 } from "vscode-languageclient/node";
 
-import { ensureBundled, installSpec, pipInstallArgs, probeGradguard, runProcess } from "./environment";
+import { Probe, ensureBundled, installSpec, launcherPath, pipInstallArgs, probeGradguard, runProcess, safeCwd } from "./environment";
 import { Interpreter, resolveInterpreter, serverCommand } from "./interpreter";
 import { onDidChangeInterpreter, selectedInterpreter } from "./pythonExtension";
 import { Getter, Settings, changeAction, readSettings, shouldNotify, toServerSettings } from "./settings";
@@ -168,12 +169,23 @@ class GradguardExtension implements vscode.Disposable {
     return vscode.workspace.workspaceFolders?.find((f) => f.uri.scheme === "file")?.uri.fsPath;
   }
 
+  private workspaceFolders(): string[] {
+    return (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === "file").map((f) => f.uri.fsPath);
+  }
+
+  /** client/launcher/launch.py inside the installed extension. */
+  private get launcher(): string {
+    return launcherPath(this.context.extensionUri.fsPath);
+  }
+
   private async chooseInterpreter(): Promise<Interpreter | undefined> {
     const folder = this.workspaceFolder();
     const { interpreter, problems } = resolveInterpreter({
       setting: this.settings.interpreter,
       pythonExtension: this.settings.interpreter ? undefined : await selectedInterpreter(vscode.workspace.workspaceFolders?.[0]?.uri),
       workspaceFolder: folder,
+      trusted: vscode.workspace.isTrusted,
+      workspaceFolders: this.workspaceFolders(),
       env: process.env,
       home: os.homedir(),
       platform: process.platform,
@@ -196,8 +208,8 @@ class GradguardExtension implements vscode.Disposable {
     return interpreter;
   }
 
-  /** The python that has gradguard, per importStrategy; undefined when the user has to act first. */
-  private async pythonWithGradguard(base: Interpreter): Promise<string | undefined> {
+  /** The python that has gradguard (and its probe), per importStrategy; undefined when the user has to act first. */
+  private async pythonWithGradguard(base: Interpreter): Promise<{ python: string; probe: Probe } | undefined> {
     if (this.settings.importStrategy === "useBundled") {
       const storage = this.context.globalStorageUri.fsPath;
       const version = String(this.context.extension.packageJSON.version ?? "0.0.0");
@@ -206,6 +218,7 @@ class GradguardExtension implements vscode.Disposable {
         (progress) =>
           ensureBundled({
             basePython: base.path,
+            launcher: this.launcher,
             storageDir: storage,
             extensionVersion: version,
             platform: process.platform,
@@ -218,10 +231,10 @@ class GradguardExtension implements vscode.Disposable {
           }),
       );
     }
-    const probe = await probeGradguard(base.path);
+    const probe = await probeGradguard(base.path, this.launcher);
     if (probe.installed) {
-      this.log(`gradguard ${probe.version} found in ${base.path}.`);
-      return base.path;
+      this.log(`gradguard ${probe.version} found in ${base.path} (Python ${probe.python ?? "?"}).`);
+      return { python: base.path, probe };
     }
     this.setStatus("error", `gradguard is not installed in ${base.path}`);
     const install = "Install gradguard";
@@ -244,7 +257,8 @@ class GradguardExtension implements vscode.Disposable {
     this.log(`Running ${python} ${pipInstallArgs(spec).join(" ")}`);
     const result = await vscode.window.withProgress(
       { location: vscode.ProgressLocation.Notification, title: `gradguard: installing ${spec} into ${python}` },
-      () => runProcess(python, pipInstallArgs(spec)),
+      // Not isolated (-I): `pip install` may need the user site-packages.  Run outside the workspace all the same.
+      () => runProcess(python, pipInstallArgs(spec), { cwd: safeCwd(this.launcher) }),
     );
     this.output.info(result.stdout + result.stderr);
     if (result.code !== 0) {
@@ -274,24 +288,24 @@ class GradguardExtension implements vscode.Disposable {
       return;
     }
     this.log(`Interpreter: ${this.interpreter.path} (from ${this.interpreter.source}); import strategy ${settings.importStrategy}.`);
-    let python: string | undefined;
+    let found: { python: string; probe: Probe } | undefined;
     try {
-      python = await this.pythonWithGradguard(this.interpreter);
+      found = await this.pythonWithGradguard(this.interpreter);
     } catch (e) {
       this.setStatus("error", String(e));
       void this.notify("error", `Could not set up gradguard: ${e instanceof Error ? e.message : String(e)}`, "Show Output").then((c) => c && this.output.show(true));
       return;
     }
-    if (!python) {
+    if (!found) {
       return;
     }
-    const { command, args } = serverCommand(python, settings.args);
-    const folder = this.workspaceFolder();
+    // Never in the workspace: see client/launcher/launch.py.
+    const { command, args, cwd } = serverCommand(found.python, this.launcher, found.probe.flags, settings.args, this.workspaceFolders());
     const serverOptions: ServerOptions = {
       command,
       args,
       transport: TransportKind.stdio,
-      options: { cwd: folder ?? path.dirname(python), env: { ...process.env, PYTHONUNBUFFERED: "1" } },
+      options: { cwd, env: { ...process.env, PYTHONUNBUFFERED: "1" } },
     };
     const clientOptions: LanguageClientOptions = {
       documentSelector: [
@@ -320,7 +334,7 @@ class GradguardExtension implements vscode.Disposable {
         },
       },
     };
-    this.log(`Starting: ${command} ${args.join(" ")}`);
+    this.log(`Starting: ${command} ${args.join(" ")} (in ${cwd}; workspace trusted: ${vscode.workspace.isTrusted})`);
     const client = new LanguageClient("gradguard", "gradguard", serverOptions, clientOptions);
     this.client = client;
     client.onDidChangeState((e) => {

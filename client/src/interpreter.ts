@@ -20,6 +20,14 @@ export interface InterpreterInputs {
   pythonExtension?: string;
   /** Absolute path of the (first) workspace folder, for `${workspaceFolder}` and relative paths. */
   workspaceFolder?: string;
+  /**
+   * false in an untrusted workspace (VS Code's Restricted Mode): then no interpreter inside one of
+   * `workspaceFolders` is used, wherever it comes from (a `${workspaceFolder}/.venv/bin/python` in the user
+   * settings, the Python extension, PATH): a workspace's own python, or its venv's `.pth` files, run its code.
+   */
+  trusted?: boolean;
+  /** Absolute paths of all the workspace folders (for `trusted: false`). */
+  workspaceFolders?: readonly string[];
   env: Record<string, string | undefined>;
   home: string;
   platform: NodeJS.Platform;
@@ -57,7 +65,8 @@ export function findOnPath(name: string, inputs: Pick<InterpreterInputs, "env" |
   const pathVar = inputs.env.PATH ?? inputs.env.Path ?? "";
   const exts = win ? ["", ...(inputs.env.PATHEXT ?? ".EXE;.CMD;.BAT").split(";").filter(Boolean).map((e) => e.toLowerCase())] : [""];
   for (const dir of pathVar.split(win ? ";" : ":")) {
-    if (!dir) {
+    // An empty or relative PATH entry means the working directory: never look for python there.
+    if (!dir || !p.isAbsolute(dir)) {
       continue;
     }
     for (const ext of exts) {
@@ -85,20 +94,51 @@ export function resolveSetting(setting: string, inputs: InterpreterInputs): stri
   return inputs.isExecutable(abs) ? abs : undefined;
 }
 
+/** Whether `file` is `folder` or inside it. */
+export function isInside(file: string, folder: string, platform: NodeJS.Platform): boolean {
+  const p = platform === "win32" ? path.win32 : path.posix;
+  const norm = (x: string) => (platform === "win32" ? p.resolve(x).toLowerCase() : p.resolve(x));
+  const rel = p.relative(norm(folder), norm(file));
+  return rel === "" || (!rel.startsWith("..") && !p.isAbsolute(rel));
+}
+
 export function resolveInterpreter(inputs: InterpreterInputs): Resolution {
   const problems: string[] = [];
+  const untrustedFolder = (file: string): string | undefined =>
+    inputs.trusted === false ? (inputs.workspaceFolders ?? []).find((f) => isInside(file, f, inputs.platform)) : undefined;
+  const usable = (file: string, what: string): boolean => {
+    const folder = untrustedFolder(file);
+    if (folder) {
+      problems.push(`${what} ${file} is inside the untrusted workspace folder ${folder}: not used (it could run the workspace's code).`);
+    }
+    return !folder;
+  };
+  if (inputs.trusted === false) {
+    // PATH directories inside the workspace (an activated workspace venv) are not searched.
+    const sep = inputs.platform === "win32" ? ";" : ":";
+    const dirs = (inputs.env.PATH ?? inputs.env.Path ?? "").split(sep);
+    const kept = dirs.filter((d) => !d || !untrustedFolder(d));
+    if (kept.length !== dirs.length) {
+      problems.push(`PATH directories inside the untrusted workspace are not searched: ${dirs.filter((d) => !kept.includes(d)).join(", ")}.`);
+      inputs = { ...inputs, env: { ...inputs.env, PATH: kept.join(sep) } };
+    }
+  }
   if (inputs.setting.trim()) {
     const found = resolveSetting(inputs.setting, inputs);
     if (found) {
-      return { interpreter: { path: found, source: "setting" }, problems };
+      if (usable(found, "gradguard.interpreter")) {
+        return { interpreter: { path: found, source: "setting" }, problems };
+      }
+    } else {
+      problems.push(`gradguard.interpreter "${inputs.setting}" is not an executable file; trying the next candidates.`);
     }
-    problems.push(`gradguard.interpreter "${inputs.setting}" is not an executable file; trying the next candidates.`);
   }
   if (inputs.pythonExtension) {
-    if (inputs.isExecutable(inputs.pythonExtension)) {
+    if (!inputs.isExecutable(inputs.pythonExtension)) {
+      problems.push(`The Python extension's interpreter ${inputs.pythonExtension} is not an executable file.`);
+    } else if (usable(inputs.pythonExtension, "The Python extension's interpreter")) {
       return { interpreter: { path: inputs.pythonExtension, source: "pythonExtension" }, problems };
     }
-    problems.push(`The Python extension's interpreter ${inputs.pythonExtension} is not an executable file.`);
   }
   const names = inputs.platform === "win32" ? ["python", "py", "python3"] : ["python3", "python"];
   for (const name of names) {
@@ -111,7 +151,31 @@ export function resolveInterpreter(inputs: InterpreterInputs): Resolution {
   return { problems };
 }
 
-/** The command line that starts the server with `python`. */
-export function serverCommand(python: string, extraArgs: readonly string[]): { command: string; args: string[] } {
-  return { command: python, args: ["-m", "gradguard", "lsp", ...extraArgs] };
+/** The flags client/launcher/launch.py may ask for on its `flags:` line (anything else is ignored). */
+export const LAUNCH_FLAGS: readonly string[] = ["-I", "-P"];
+
+export interface ServerCommand {
+  command: string;
+  args: string[];
+  /** The launcher's directory: never the workspace (see client/launcher/launch.py). */
+  cwd: string;
+}
+
+/**
+ * The command line that starts the server: `python [-I|-P] <launcher> [--exclude FOLDER]... lsp [extraArgs]`,
+ * run in the launcher's directory.  `flags` are those the launcher's `--probe` printed for this interpreter;
+ * `workspaceFolders` are removed from the server's sys.path.  client/launcher/launch.py says why.
+ */
+export function serverCommand(
+  python: string,
+  launcher: string,
+  flags: readonly string[],
+  extraArgs: readonly string[],
+  workspaceFolders: readonly string[] = [],
+): ServerCommand {
+  return {
+    command: python,
+    args: [...flags.filter((f) => LAUNCH_FLAGS.includes(f)), launcher, ...workspaceFolders.flatMap((f) => ["--exclude", f]), "lsp", ...extraArgs],
+    cwd: path.dirname(launcher),
+  };
 }

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import * as assert from "node:assert/strict";
 
-import { InterpreterInputs, expandVariables, findOnPath, resolveInterpreter, serverCommand } from "../src/interpreter";
+import { InterpreterInputs, expandVariables, findOnPath, isInside, resolveInterpreter, serverCommand } from "../src/interpreter";
 
 function inputs(over: Partial<InterpreterInputs> & { executables?: string[] }): InterpreterInputs {
   const exe = new Set(over.executables ?? []);
@@ -74,6 +74,45 @@ test("Windows: PATHEXT and ; separators, python before python3", () => {
   assert.deepEqual(r.interpreter, { path: "C:\\Py\\python.exe", source: "path" });
 });
 
-test("the server is started as python -m gradguard lsp plus the user's args", () => {
-  assert.deepEqual(serverCommand("/py", ["--log-level", "debug"]), { command: "/py", args: ["-m", "gradguard", "lsp", "--log-level", "debug"] });
+test("the server is started through the launcher, with the probe's flags, outside the workspace", () => {
+  const launcher = "/ext/client/launcher/launch.py";
+  assert.deepEqual(serverCommand("/py", launcher, ["-I"], ["--log-level", "debug"], ["/ws", "/ws2"]), {
+    command: "/py",
+    args: ["-I", launcher, "--exclude", "/ws", "--exclude", "/ws2", "lsp", "--log-level", "debug"],
+    cwd: "/ext/client/launcher",
+  });
+  assert.deepEqual(serverCommand("/py", launcher, ["-P"], []), { command: "/py", args: ["-P", launcher, "lsp"], cwd: "/ext/client/launcher" });
+  // Only the flags the launcher may ask for: a probe's output never becomes arbitrary interpreter options.
+  assert.deepEqual(serverCommand("/py", launcher, ["-c", "-I", "evil"], []).args, ["-I", launcher, "lsp"]);
+  assert.ok(!serverCommand("/py", launcher, [], []).args.includes("-m"), "never python -m gradguard: it imports from the working directory");
+});
+
+test("untrusted workspace: no interpreter from inside a workspace folder, whatever its source", () => {
+  const ws = { trusted: false, workspaceFolders: ["/ws", "/other"] };
+  const exes = ["/ws/.venv/bin/python", "/other/bin/python3", "/usr/bin/python3"];
+  // ${workspaceFolder} in the user's (global) setting, the Python extension's pick and PATH all point inside.
+  const r = resolveInterpreter(inputs({ ...ws, setting: "${workspaceFolder}/.venv/bin/python", pythonExtension: "/ws/.venv/bin/python", env: { PATH: "/other/bin:/usr/bin" }, executables: exes }));
+  assert.deepEqual(r.interpreter, { path: "/usr/bin/python3", source: "path" });
+  assert.equal(r.problems.length, 3, r.problems.join("\n"));
+  assert.match(r.problems[0], /PATH directories inside the untrusted workspace are not searched: \/other\/bin/);
+  assert.match(r.problems[1], /^gradguard.interpreter \/ws\/.venv\/bin\/python is inside the untrusted workspace folder \/ws/);
+  assert.match(r.problems[2], /Python extension's interpreter \/ws\/.venv\/bin\/python is inside the untrusted workspace folder/);
+  // A relative setting resolves inside the workspace too; a folder is not "inside" its sibling /wsx.
+  assert.equal(resolveInterpreter(inputs({ ...ws, setting: ".venv/bin/python", executables: exes })).interpreter?.path, "/usr/bin/python3");
+  assert.equal(resolveInterpreter(inputs({ ...ws, setting: "/wsx/bin/python", executables: ["/wsx/bin/python"] })).interpreter?.path, "/wsx/bin/python");
+  // Trusted: the workspace's venv is what the user wants.
+  assert.equal(resolveInterpreter(inputs({ trusted: true, workspaceFolders: ["/ws"], pythonExtension: "/ws/.venv/bin/python", executables: exes })).interpreter?.path, "/ws/.venv/bin/python");
+});
+
+test("isInside: the folder itself and what is below it, case-insensitively on Windows", () => {
+  assert.ok(isInside("/ws", "/ws", "linux"));
+  assert.ok(isInside("/ws/a/../b", "/ws", "linux"));
+  assert.ok(!isInside("/ws/../etc", "/ws", "linux"));
+  assert.ok(!isInside("/wsx/python", "/ws", "linux"));
+  assert.ok(isInside("c:\\WS\\venv\\python.exe", "C:\\ws", "win32"));
+});
+
+test("empty and relative PATH entries (the working directory) are never searched", () => {
+  const found = findOnPath("python3", { env: { PATH: ":.:bin:/usr/bin" }, platform: "linux", isExecutable: (p) => p === "python3" || p === "bin/python3" || p === "/usr/bin/python3" });
+  assert.equal(found, "/usr/bin/python3");
 });
