@@ -135,7 +135,7 @@ class GradguardExtension implements vscode.Disposable {
       case "notify":
         if (this.client?.state === State.Running) {
           await this.client.sendNotification(DidChangeConfigurationNotification.type, {
-            settings: { gradguard: toServerSettings(settings) },
+            settings: { gradguard: toServerSettings(settings, vscode.workspace.isTrusted) },
           });
         } else if (!this.client) {
           await this.startNow();
@@ -313,7 +313,9 @@ class GradguardExtension implements vscode.Disposable {
         { scheme: "untitled", language: "python" },
         { notebook: "*", language: "python" },
       ],
-      initializationOptions: toServerSettings(settings),
+      // workspaceTrusted: the server refuses gradguard.runFile in an untrusted workspace too.  Granting trust
+      // restarts the server (onDidGrantWorkspaceTrust), which then starts trusted.
+      initializationOptions: toServerSettings(settings, vscode.workspace.isTrusted),
       outputChannel: this.output,
       traceOutputChannel: this.output,
       revealOutputChannelOn: 4 /* RevealOutputChannelOn.Never */,
@@ -327,7 +329,7 @@ class GradguardExtension implements vscode.Disposable {
             }
             return params.items.map((item, i) =>
               item.section === "gradguard"
-                ? toServerSettings(this.readSettings(item.scopeUri ? vscode.Uri.parse(item.scopeUri) : undefined).settings)
+                ? toServerSettings(this.readSettings(item.scopeUri ? vscode.Uri.parse(item.scopeUri) : undefined).settings, vscode.workspace.isTrusted)
                 : result[i],
             );
           },

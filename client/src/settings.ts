@@ -33,6 +33,8 @@ export interface ServerSettings {
   debounceMs?: number;
   exclude: string[];
   configurationPreference: ConfigurationPreference;
+  /** VS Code's workspace trust: false makes the server refuse gradguard.runFile (docs/lsp.md). */
+  workspaceTrusted?: boolean;
 }
 
 export const DEFAULTS: Readonly<Settings> = Object.freeze({
@@ -160,8 +162,11 @@ export function readSettings(get: Getter): { settings: Settings; problems: strin
   return { settings, problems };
 }
 
-/** The settings object the server reads (docs/lsp.md): empty select/ignore mean "from pyproject.toml". */
-export function toServerSettings(s: Settings): ServerSettings {
+/**
+ * The settings object the server reads (docs/lsp.md): empty select/ignore mean "from pyproject.toml".
+ * `trusted` is whether the workspace is trusted (not a user setting: the editor decides it).
+ */
+export function toServerSettings(s: Settings, trusted?: boolean): ServerSettings {
   const out: ServerSettings = {
     enable: s.enable,
     select: s.select.length > 0 ? [...s.select] : null,
@@ -173,6 +178,9 @@ export function toServerSettings(s: Settings): ServerSettings {
   };
   if (s.debounce !== null) {
     out.debounceMs = s.debounce;
+  }
+  if (trusted !== undefined) {
+    out.workspaceTrusted = trusted;
   }
   return out;
 }

@@ -79,6 +79,12 @@ test("server settings follow docs/lsp.md: empty select/ignore mean pyproject, li
   });
 });
 
+test("the workspace's trust goes to the server when the editor knows it", () => {
+  assert.equal(toServerSettings({ ...DEFAULTS }, false).workspaceTrusted, false);
+  assert.equal(toServerSettings({ ...DEFAULTS }, true).workspaceTrusted, true);
+  assert.ok(!("workspaceTrusted" in toServerSettings({ ...DEFAULTS })));
+});
+
 test("which changes restart the server and which are sent to it", () => {
   const base: Settings = { ...DEFAULTS };
   assert.equal(changeAction(base, { ...base }), "none");

@@ -65,6 +65,42 @@ async def test_run_file_errors_are_clear(tmp_path):
             await run(c, "gradguard.runFile", 42)
 
 
+def _marker_script(tmp_path):
+    marker = tmp_path / "ran"
+    script = tmp_path / "writes_marker.py"
+    script.write_text(f"open({str(marker)!r}, 'w').close()\n")
+    return script, marker
+
+
+@pytest.mark.parametrize("how", ["initializationOptions", "--untrusted"])
+async def test_run_file_is_refused_in_an_untrusted_workspace(tmp_path, how):
+    """workspaceTrusted: false (VS Code's Restricted Mode) or --untrusted: runFile runs nothing, says why, and a
+    later settings object cannot lift it (only a new server can)."""
+    script, marker = _marker_script(tmp_path)
+    init = {"workspaceTrusted": False} if how == "initializationOptions" else None
+    args = ("--untrusted",) if how == "--untrusted" else ()
+    async with session(init=init, args=args, root=tmp_path) as c:
+        with pytest.raises(JsonRpcException, match="refused: the workspace is not trusted"):
+            await run(c, "gradguard.runFile", script.as_uri())
+        await wait_for(lambda: any("refused" in m.message for m in c.log_messages), what="the refusal logged")
+        c.workspace_did_change_configuration(T.DidChangeConfigurationParams(settings={"workspaceTrusted": True}))
+        await wait_for(lambda: any("workspaceTrusted" in m.message and "restart the server" in m.message
+                                   for m in c.log_messages), what="the warning about workspaceTrusted")
+        with pytest.raises(JsonRpcException, match="refused: the workspace is not trusted"):
+            await run(c, "gradguard.runFile", {"uri": script.as_uri()})
+    assert not marker.exists()
+
+
+@pytest.mark.skipif(not HAS_RUNTIME, reason="the runtime doctor is not installed")
+@pytest.mark.parametrize("trusted", [True, None])
+async def test_run_file_runs_when_trusted_or_not_reported(tmp_path, trusted):
+    """workspaceTrusted: true, or no value at all (editors without a trust model): runFile runs the file."""
+    script, marker = _marker_script(tmp_path)
+    async with session(init={"workspaceTrusted": trusted} if trusted is not None else None, root=tmp_path) as c:
+        res = await run(c, "gradguard.runFile", script.as_uri())
+    assert res["status"] == "clean" and marker.exists()
+
+
 async def test_show_knowledge(tmp_path):
     async with session() as c:
         if not HAS_DESCRIBE:

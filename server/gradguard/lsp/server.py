@@ -253,8 +253,10 @@ class Controller:
                 await self.ls.client_register_capability_async(T.RegistrationParams(registrations=[reg]))
             except Exception as e:
                 self.log_warning(f"could not register the pyproject.toml watcher: {e}")
+        trust = {True: "trusted", False: "untrusted: gradguard.runFile refused", None: "trust not reported"}
         self.log_info(f"gradguard {__version__} language server ready "
-                      f"(position encoding {self.encoding}, {'pull' if self.pull else 'push'} diagnostics)")
+                      f"(position encoding {self.encoding}, {'pull' if self.pull else 'push'} diagnostics; "
+                      f"workspace {trust[self.settings.workspace_trusted]})")
 
     def on_shutdown(self, params: Any) -> None:
         self.cancel_runs.set()
@@ -791,6 +793,12 @@ class Controller:
             return [""]
 
     async def cmd_run_file(self, *args: Any) -> dict[str, Any]:
+        if self.settings.workspace_trusted is False:
+            # Running the file runs the user's code: never in a workspace the client reported untrusted.
+            msg = ("gradguard.runFile refused: the workspace is not trusted (the client sent workspaceTrusted: "
+                   "false); it runs your code, so trust the workspace first")
+            self.log_warning(msg)
+            raise JsonRpcException(msg, code=REQUEST_FAILED)
         uri, opts = self._uri_arg(args, "gradguard.runFile")
         path = _uri_path(uri)
         if path is None:
@@ -1014,6 +1022,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tcp", metavar="HOST:PORT", help="listen on a TCP socket instead of stdio")
     p.add_argument("--log-file", help="append the server log to this file")
     p.add_argument("--log-level", choices=["error", "warning", "info", "debug"], default=None)
+    p.add_argument("--untrusted", action="store_true",
+                   help="the workspace is untrusted: refuse gradguard.runFile (like workspaceTrusted: false)")
     args = p.parse_args(list(sys.argv[1:] if argv is None else argv))
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="gradguard-lsp %(levelname)s %(name)s: %(message)s")
@@ -1026,6 +1036,8 @@ def main(argv: list[str] | None = None) -> int:
         overrides["logFile"] = args.log_file
     if args.log_level:
         overrides["logLevel"] = args.log_level
+    if args.untrusted:
+        overrides["workspaceTrusted"] = False
     c.settings, _ = parse_settings(overrides, c.settings)
     c.configure_logging()
     threading.Thread(target=_prewarm, name="gradguard-prewarm", daemon=True).start()

@@ -36,6 +36,9 @@ class Settings:
     log_file: str | None = None
     log_level: str = "info"
     run_timeout: float = 120.0
+    #: What the client said of the workspace: True/False, or None when it said nothing (no trust model). False
+    #: refuses gradguard.runFile (it runs the user's code) and sticks for the server's lifetime.
+    workspace_trusted: bool | None = None
 
 
 def _codes(v: Any) -> tuple[str, ...]:
@@ -110,6 +113,14 @@ def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, li
                 if str(value).lower() not in ("error", "warning", "info", "debug"):
                     raise ValueError("expected error, warning, info or debug")
                 kw["log_level"] = str(value).lower()
+            elif key == "workspaceTrusted":
+                if not isinstance(value, bool):
+                    raise TypeError("expected true or false")
+                if value and s.workspace_trusted is False:
+                    # Only a new server (a client that grants trust restarts it, as VS Code's does) is trusted:
+                    # no later settings object, e.g. one read from a workspace's own config file, lifts it.
+                    raise ValueError("the workspace was reported untrusted; restart the server once it is trusted")
+                kw["workspace_trusted"] = value
             elif key == "runTimeout":
                 if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                     raise TypeError("expected a number of seconds > 0")
