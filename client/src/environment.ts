@@ -17,7 +17,7 @@
 import * as path from "path";
 import { execFile } from "child_process";
 
-import { LAUNCH_FLAGS } from "./interpreter";
+import { LAUNCH_FLAGS, isInside } from "./interpreter";
 
 export interface RunResult {
   code: number | null;
@@ -26,8 +26,34 @@ export interface RunResult {
   error?: string;
 }
 
-/** `cwd` is required: a process must never inherit a working directory that may be the workspace. */
-export type Runner = (command: string, args: string[], options: { cwd: string; timeoutMs?: number }) => Promise<RunResult>;
+export type Env = Record<string, string | undefined>;
+
+/**
+ * `cwd` is required: a process must never inherit a working directory that may be the workspace.
+ * `env` defaults to the extension host's environment plus PYTHONUNBUFFERED=1 (see processEnv).
+ */
+export type Runner = (command: string, args: string[], options: { cwd: string; env?: Env; timeoutMs?: number }) => Promise<RunResult>;
+
+/**
+ * The environment for the probe, pip and the server: `env` (the extension host's) plus PYTHONUNBUFFERED=1.  In an
+ * untrusted workspace PYTHONPATH also loses its empty and relative entries (the working directory) and those
+ * inside a workspace folder: Python reads PYTHONPATH before the launcher runs, so a `sitecustomize.py` there
+ * would run at start-up.  A trusted workspace keeps PYTHONPATH as the user set it (Run File's scripts see it).
+ */
+export function processEnv(env: Env, trusted: boolean, workspaceFolders: readonly string[], platform: NodeJS.Platform): Env {
+  const out: Env = { ...env, PYTHONUNBUFFERED: "1" };
+  if (!trusted && env.PYTHONPATH !== undefined) {
+    const p = platform === "win32" ? path.win32 : path.posix;
+    const sep = platform === "win32" ? ";" : ":";
+    const kept = env.PYTHONPATH.split(sep).filter((e) => e !== "" && p.isAbsolute(e) && !workspaceFolders.some((f) => isInside(e, f, platform)));
+    if (kept.length > 0) {
+      out.PYTHONPATH = kept.join(sep);
+    } else {
+      delete out.PYTHONPATH;
+    }
+  }
+  return out;
+}
 
 /** Runs a process to completion (no shell), capturing its output. */
 export const runProcess: Runner = (command, args, options) =>
@@ -35,7 +61,7 @@ export const runProcess: Runner = (command, args, options) =>
     execFile(
       command,
       args,
-      { cwd: options.cwd, timeout: options.timeoutMs ?? 600_000, maxBuffer: 16 * 1024 * 1024, env: { ...process.env, PYTHONUNBUFFERED: "1" } },
+      { cwd: options.cwd, timeout: options.timeoutMs ?? 600_000, maxBuffer: 16 * 1024 * 1024, env: options.env ?? { ...process.env, PYTHONUNBUFFERED: "1" } },
       (err, stdout, stderr) => {
         const errCode = (err as { code?: unknown } | null)?.code;
         const code = err ? (typeof errCode === "number" ? errCode : null) : 0;
@@ -81,9 +107,13 @@ export function parseProbe(result: RunResult): Probe {
   return { installed: false, flags, python, detail: (result.error ?? result.stderr.trim()) || `exit code ${result.code}` };
 }
 
-/** Runs the launcher's probe with `python`, in the launcher's directory, like the server will be started. */
-export async function probeGradguard(python: string, launcher: string, run: Runner = runProcess): Promise<Probe> {
-  return parseProbe(await run(python, [launcher, "--probe"], { cwd: safeCwd(launcher), timeoutMs: 60_000 }));
+/**
+ * Runs the launcher's probe with `python`, in the launcher's directory and without the `exclude` folders (the
+ * workspace's) on sys.path, like the server will be started.
+ */
+export async function probeGradguard(python: string, launcher: string, exclude: readonly string[] = [], run: Runner = runProcess, env?: Env): Promise<Probe> {
+  const args = [launcher, ...exclude.flatMap((f) => ["--exclude", f]), "--probe"];
+  return parseProbe(await run(python, args, { cwd: safeCwd(launcher), env, timeoutMs: 60_000 }));
 }
 
 /** The pip requirement to install: GRADGUARD_INSTALL_SPEC when set (e.g. a local checkout), else gradguard (pinned for the bundled venv). */
@@ -111,10 +141,13 @@ export interface BundledOptions {
   basePython: string;
   /** client/launcher/launch.py: probes the venv, and its directory is where venv and pip run. */
   launcher: string;
+  /** The workspace folders, kept off sys.path when probing. */
+  exclude?: readonly string[];
   storageDir: string;
   extensionVersion: string;
   platform: NodeJS.Platform;
-  env: Record<string, string | undefined>;
+  /** The environment of the processes (processEnv); GRADGUARD_INSTALL_SPEC is read from it. */
+  env: Env;
   exists: (p: string) => boolean;
   run?: Runner;
   /** Progress lines for the user (the output channel and the progress notification). */
@@ -131,25 +164,26 @@ export async function ensureBundled(o: BundledOptions): Promise<{ python: string
   const cwd = safeCwd(o.launcher);
   const dir = bundledVenvDir(o.storageDir, o.extensionVersion);
   const python = venvPython(dir, o.platform);
+  const env = o.env;
   if (o.exists(python)) {
-    const probe = await probeGradguard(python, o.launcher, run);
+    const probe = await probeGradguard(python, o.launcher, o.exclude, run, env);
     if (probe.installed) {
       return { python, probe };
     }
   } else {
     o.report(`Creating gradguard's private environment in ${dir} (first use only)...`);
-    const made = await run(o.basePython, ["-I", "-m", "venv", dir], { cwd });
+    const made = await run(o.basePython, ["-I", "-m", "venv", dir], { cwd, env });
     if (made.code !== 0) {
       throw new Error(`'${o.basePython} -I -m venv ${dir}' failed: ${(made.stderr || made.error || "").trim()}`);
     }
   }
   const spec = installSpec(o.env, o.extensionVersion);
   o.report(`Installing ${spec} and its dependencies (libcst, pygls) into ${dir}...`);
-  const pip = await run(python, ["-I", ...pipInstallArgs(spec)], { cwd });
+  const pip = await run(python, ["-I", ...pipInstallArgs(spec)], { cwd, env });
   if (pip.code !== 0) {
     throw new Error(`'pip install ${spec}' into ${dir} failed:\n${(pip.stderr || pip.stdout || pip.error || "").trim()}`);
   }
-  const probe = await probeGradguard(python, o.launcher, run);
+  const probe = await probeGradguard(python, o.launcher, o.exclude, run, env);
   if (!probe.installed) {
     throw new Error(`gradguard is still not importable in ${dir}: ${probe.detail}`);
   }

@@ -17,7 +17,7 @@ import {
   TransportKind,
 } from "vscode-languageclient/node";
 
-import { Probe, ensureBundled, installSpec, launcherPath, pipInstallArgs, probeGradguard, runProcess, safeCwd } from "./environment";
+import { Env, Probe, ensureBundled, installSpec, launcherPath, pipInstallArgs, probeGradguard, processEnv, runProcess, safeCwd } from "./environment";
 import { Interpreter, resolveInterpreter, serverCommand } from "./interpreter";
 import { onDidChangeInterpreter, selectedInterpreter } from "./pythonExtension";
 import { Getter, Settings, changeAction, readSettings, shouldNotify, toServerSettings } from "./settings";
@@ -178,6 +178,11 @@ class GradguardExtension implements vscode.Disposable {
     return launcherPath(this.context.extensionUri.fsPath);
   }
 
+  /** The environment of every process the extension starts (no workspace PYTHONPATH entries when untrusted). */
+  private processEnv(): Env {
+    return processEnv(process.env, vscode.workspace.isTrusted, this.workspaceFolders(), process.platform);
+  }
+
   private async chooseInterpreter(): Promise<Interpreter | undefined> {
     const folder = this.workspaceFolder();
     const { interpreter, problems } = resolveInterpreter({
@@ -219,10 +224,11 @@ class GradguardExtension implements vscode.Disposable {
           ensureBundled({
             basePython: base.path,
             launcher: this.launcher,
+            exclude: this.workspaceFolders(),
             storageDir: storage,
             extensionVersion: version,
             platform: process.platform,
-            env: process.env,
+            env: this.processEnv(),
             exists: (p) => fs.existsSync(p),
             report: (message) => {
               this.log(message);
@@ -231,7 +237,7 @@ class GradguardExtension implements vscode.Disposable {
           }),
       );
     }
-    const probe = await probeGradguard(base.path, this.launcher);
+    const probe = await probeGradguard(base.path, this.launcher, this.workspaceFolders(), runProcess, this.processEnv());
     if (probe.installed) {
       this.log(`gradguard ${probe.version} found in ${base.path} (Python ${probe.python ?? "?"}).`);
       return { python: base.path, probe };
@@ -258,7 +264,7 @@ class GradguardExtension implements vscode.Disposable {
     const result = await vscode.window.withProgress(
       { location: vscode.ProgressLocation.Notification, title: `gradguard: installing ${spec} into ${python}` },
       // Not isolated (-I): `pip install` may need the user site-packages.  Run outside the workspace all the same.
-      () => runProcess(python, pipInstallArgs(spec), { cwd: safeCwd(this.launcher) }),
+      () => runProcess(python, pipInstallArgs(spec), { cwd: safeCwd(this.launcher), env: this.processEnv() }),
     );
     this.output.info(result.stdout + result.stderr);
     if (result.code !== 0) {
@@ -305,7 +311,7 @@ class GradguardExtension implements vscode.Disposable {
       command,
       args,
       transport: TransportKind.stdio,
-      options: { cwd, env: { ...process.env, PYTHONUNBUFFERED: "1" } },
+      options: { cwd, env: this.processEnv() },
     };
     const clientOptions: LanguageClientOptions = {
       documentSelector: [

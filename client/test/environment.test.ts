@@ -5,7 +5,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 
-import { RunResult, Runner, bundledVenvDir, ensureBundled, installSpec, launcherPath, parseProbe, pipInstallArgs, probeGradguard, runProcess, safeCwd, venvPython } from "../src/environment";
+import { RunResult, Runner, bundledVenvDir, ensureBundled, installSpec, launcherPath, parseProbe, pipInstallArgs, probeGradguard, processEnv, runProcess, safeCwd, venvPython } from "../src/environment";
 
 // client/out/tsc/test -> the repository root, where client/launcher/launch.py is (as in the installed extension).
 const ROOT = path.resolve(__dirname, "../../../..");
@@ -71,6 +71,14 @@ test("probe output: installed, missing, too old; unknown flags are dropped", () 
   assert.deepEqual(parseProbe({ code: 0, stdout: "flags:-P -X evil\ngradguard:1\n", stderr: "" }).flags, ["-P"]);
 });
 
+test("process environment: untrusted workspaces lose PYTHONPATH entries that are the cwd or in the workspace", () => {
+  const env = { PYTHONPATH: ":/ws:/ws/src:rel:/opt/lib:/wsx", HOME: "/h" };
+  assert.deepEqual(processEnv(env, false, ["/ws"], "linux"), { PYTHONPATH: "/opt/lib:/wsx", HOME: "/h", PYTHONUNBUFFERED: "1" });
+  assert.deepEqual(processEnv(env, true, ["/ws"], "linux"), { ...env, PYTHONUNBUFFERED: "1" });
+  assert.ok(!("PYTHONPATH" in processEnv({ PYTHONPATH: "/ws/src" }, false, ["/ws"], "linux")));
+  assert.deepEqual(processEnv({ PYTHONPATH: "C:\\WS\\src;D:\\lib" }, false, ["c:\\ws"], "win32").PYTHONPATH, "D:\\lib");
+});
+
 test("runProcess runs in the directory it is given", async () => {
   const dir = fs.realpathSync(os.tmpdir());
   const r = await runProcess(realPython(), ["-c", "import os; print(os.getcwd())"], { cwd: dir });
@@ -121,13 +129,13 @@ test("first use creates the venv, installs gradguard and checks it, isolated and
     return { code: 0, stdout: "", stderr: "" };
   });
   const messages: string[] = [];
-  const got = await ensureBundled({ basePython: "/usr/bin/python3", launcher: L, storageDir: "/s", extensionVersion: "0.1.0", platform: "linux", env: {}, exists: () => false, run, report: (m) => messages.push(m) });
+  const got = await ensureBundled({ basePython: "/usr/bin/python3", launcher: L, exclude: ["/ws"], storageDir: "/s", extensionVersion: "0.1.0", platform: "linux", env: {}, exists: () => false, run, report: (m) => messages.push(m) });
   assert.equal(got.python, "/s/venv-0.1.0/bin/python");
   assert.deepEqual(got.probe.flags, ["-I"]);
   assert.deepEqual(calls, [
     "[/ext/client/launcher] /usr/bin/python3 -I -m venv /s/venv-0.1.0",
     "[/ext/client/launcher] /s/venv-0.1.0/bin/python -I -m pip install --disable-pip-version-check --no-input gradguard==0.1.0",
-    `[/ext/client/launcher] /s/venv-0.1.0/bin/python ${L} --probe`,
+    `[/ext/client/launcher] /s/venv-0.1.0/bin/python ${L} --exclude /ws --probe`,
   ]);
   assert.equal(messages.length, 3);
 });
