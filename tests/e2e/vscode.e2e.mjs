@@ -7,7 +7,10 @@
 // labelled hazard lines (which must also be what `gradguard check` reports), the Problems panel text, the
 // hover, the quick-fix menu, that the preferred quick fix and "gradguard: Fix All" remove the squiggles and the
 // saved file then runs backward clean with torch, and that "Run File and Explain In-place Errors" (the editor
-// title button) shows the runtime diagnostic.  Screenshots go to artifacts/e2e/.
+// title button) shows the runtime diagnostic.  Then, in an untrusted workspace (Restricted Mode) whose root holds a
+// gradguard/ package, pygls/, json.py... that write marker files when imported: diagnostics still arrive, no marker
+// appears, the server is started through the launcher outside the workspace and refuses gradguard.runFile.
+// Screenshots go to artifacts/e2e/.
 // Needs tests/e2e/setup-code-server.sh (code-server, Node 24, chromium); mk/client.mk runs both.
 
 import { spawn, spawnSync } from "node:child_process";
@@ -102,6 +105,14 @@ function gradguardCheck(file) {
 }
 
 const norm = (s) => s.replace(/`/g, "").replace(/\s+/g, " ").trim(); // \s includes the editor's U+00A0
+
+/** Files below `dir` whose path matches `re`. */
+function findFiles(dir, re) {
+  if (!fs.existsSync(dir)) {
+    return [];
+  }
+  return fs.readdirSync(dir, { recursive: true }).map((f) => path.join(dir, String(f))).filter((f) => re.test(f) && fs.statSync(f).isFile());
+}
 
 /**
  * Whether the server publishes diagnostics for notebook cells under VS Code's real cell URIs
@@ -619,7 +630,9 @@ async function main() {
 
     // ------------------------------------------------------------------ an untrusted workspace (Restricted Mode)
     // A second code-server with workspace trust on, a workspace whose .vscode/settings.json points
-    // gradguard.interpreter at a program that must never run, and the user answering "No, I don't trust".
+    // gradguard.interpreter at a program that must never run, whose root holds modules that would shadow the
+    // server's own (a gradguard/ package, pygls/, json.py, typing_extensions.py, sitecustomize.py: each writes a
+    // marker when imported), and the user answering "No, I don't trust".
     const untrustedWs = path.join(tmp, "untrusted-ws");
     fs.cpSync(path.join(ROOT, "tests/e2e/workspace"), untrustedWs, { recursive: true, filter: (src) => !src.includes("__pycache__") });
     const marker = path.join(tmp, "evil-ran");
@@ -627,6 +640,17 @@ async function main() {
     fs.writeFileSync(evil, `#!/bin/sh\ntouch ${marker}\nexit 1\n`, { mode: 0o755 });
     fs.mkdirSync(path.join(untrustedWs, ".vscode"));
     fs.writeFileSync(path.join(untrustedWs, ".vscode/settings.json"), JSON.stringify({ "gradguard.interpreter": evil, "gradguard.args": ["--evil"] }));
+    const shadowMarkers = path.join(tmp, "shadow-markers");
+    fs.mkdirSync(shadowMarkers);
+    const shadows = ["gradguard/__init__.py", "gradguard/__main__.py", "pygls/__init__.py", "json.py", "typing_extensions.py", "sitecustomize.py"];
+    for (const rel of shadows) {
+      fs.mkdirSync(path.dirname(path.join(untrustedWs, rel)), { recursive: true });
+      const name = rel.replace(/\//g, ".");
+      fs.writeFileSync(path.join(untrustedWs, rel), `open(${JSON.stringify(path.join(shadowMarkers, name))}, "w").close()\n`);
+    }
+    // The server's log (the user's gradguard.args --log-file): the untrusted server appends its start-up line.
+    const serverLog = path.join(ARTIFACTS, "gradguard-lsp.log");
+    const serverLogBefore = fs.existsSync(serverLog) ? fs.readFileSync(serverLog, "utf8").length : 0;
     const user2 = path.join(tmp, "user2");
     fs.mkdirSync(path.join(user2, "User"), { recursive: true });
     const userSettings = JSON.parse(fs.readFileSync(path.join(dirs.user, "User/settings.json"), "utf8"));
@@ -664,6 +688,17 @@ async function main() {
     await page2.screenshot({ path: path.join(ARTIFACTS, "14-untrusted.png") });
     check(ready2 > 0 && JSON.stringify(lines2) === JSON.stringify(labelLines), "untrusted workspace: linting still works (limited support)", JSON.stringify(lines2));
     check(!fs.existsSync(marker), "untrusted workspace: the workspace's gradguard.interpreter is never run (restrictedConfigurations)");
+    const shadowed = fs.readdirSync(shadowMarkers);
+    check(ready2 > 0 && lines2.length > 0 && shadowed.length === 0, "untrusted workspace: diagnostics arrive and none of the workspace's gradguard/, pygls/, json.py, typing_extensions.py, sitecustomize.py is imported", `imported: ${JSON.stringify(shadowed)}`);
+    const untrustedLog = await waitFor(() => {
+      const t = fs.existsSync(serverLog) ? fs.readFileSync(serverLog, "utf8").slice(serverLogBefore) : "";
+      return /language server ready/.test(t) ? t : null;
+    }, 10000, "the untrusted server's start-up line").catch(() => "");
+    check(/workspace untrusted: gradguard\.runFile refused/.test(untrustedLog), "untrusted workspace: the client tells the server (workspaceTrusted: false), which refuses gradguard.runFile too", untrustedLog.slice(0, 600));
+    // The extension's own output channel, as code-server logs it: how the server was started.
+    const clientLog = findFiles(path.join(user2, "logs"), /gradguard.*\.log$/).map((f) => fs.readFileSync(f, "utf8")).join("\n");
+    const started = /Starting: (.*)/.exec(clientLog)?.[1] ?? "";
+    check(/ -[IP] \S*client\/launcher\/launch\.py --exclude \S*untrusted-ws lsp/.test(started) && !/ -m gradguard/.test(started) && /in \S*client\/launcher\b/.test(started), "untrusted workspace: the server is started through the launcher (-I/-P, --exclude the workspace), outside the workspace", started || clientLog.slice(0, 600));
     check(runButton2 === 0, "untrusted workspace: no Run File button in the editor title");
     await page2.keyboard.press("F1");
     await page2.locator(".quick-input-widget input").fill(">gradguard: Run File");
