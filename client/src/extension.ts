@@ -1,7 +1,8 @@
 // The gradguard VS Code extension: a thin client that starts the gradguard language server and adds commands,
 // a status bar item and settings handling.  The server is started through client/launcher/launch.py, outside the
-// workspace and with the interpreter's isolation flags, so that no file in the workspace can shadow a module.  Everything that can be decided without VS Code lives in
-// settings.ts, interpreter.ts and environment.ts (unit-tested).
+// workspace and with the interpreter's isolation flags, so that no file in the workspace can shadow a module.
+// Everything that can be decided without VS Code lives in settings.ts, interpreter.ts and environment.ts
+// (unit-tested).
 
 import * as fs from "fs";
 import * as os from "os";
