@@ -6,14 +6,19 @@ import ast
 import io
 import os
 import re
+import stat
 import sys
 import tokenize
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from typing import TYPE_CHECKING, Any
 
 from gradguard.config import Config, load_config
 from gradguard.files import iter_python_files
 from gradguard.model import Finding
+
+if TYPE_CHECKING:
+    from gradguard.project import Project
 
 NOQA_RE = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?", re.IGNORECASE)
 MAX_BYTES = 20_000_000  # files larger than this are skipped with a GG000 note, never crash
@@ -69,29 +74,76 @@ def suppressed(f: Finding, lines: Sequence[str]) -> bool:
 
 
 def check_source(source: str | bytes, path: str = "<string>", config: Config | None = None,
-                 fixes: bool = True) -> list[Finding]:
-    """Analyze one file's text. Never raises for bad input: problems become a GG000 finding."""
+                 fixes: bool = True, project: Project | None = None) -> list[Finding]:
+    """Analyze one file's text. Never raises for bad input: problems become a GG000 finding.
+
+    With a ``project``, imports are followed into the workspace and libraries (:mod:`gradguard.project`);
+    findings are those in this file.
+    """
+    return check_text(source, path, config, fixes, project).findings
+
+
+class FileResult:
+    """One file's check: its findings, findings its context revealed in other files (by absolute path, without
+    fixes), and the other modules its analysis read (absolute paths)."""
+
+    __slots__ = ("deps", "elsewhere", "findings", "path")
+
+    def __init__(self, path: str, findings: list[Finding], elsewhere: dict[str, list[Finding]] | None = None,
+                 deps: list[str] | None = None):
+        self.path = path
+        self.findings = findings
+        self.elsewhere = elsewhere or {}
+        self.deps = deps or []
+
+
+def _real_file(path: str) -> str:
+    if not path or (path.startswith("<") and path.endswith(">")):
+        return ""
+    return os.path.normpath(os.path.abspath(path))
+
+
+def check_text(source: str | bytes, path: str = "<string>", config: Config | None = None, fixes: bool = True,
+               project: Project | None = None) -> FileResult:
     config = config or Config()
     if isinstance(source, bytes):
         if len(source) > MAX_BYTES:
-            return [_gg000(path, 1, 1, f"skipped: file is larger than {MAX_BYTES // 1_000_000} MB")]
+            return FileResult(path, [_gg000(path, 1, 1, f"skipped: file is larger than {MAX_BYTES // 1_000_000} MB")])
         try:
             source = decode_source(source)
         except (UnicodeDecodeError, LookupError) as e:
-            return [_gg000(path, 1, 1, f"could not decode the file as Python source ({e.__class__.__name__}: {e.reason if isinstance(e, UnicodeDecodeError) else e})")]
-    tree, err = parse(source, path)
+            reason = e.reason if isinstance(e, UnicodeDecodeError) else e
+            return FileResult(path, [_gg000(path, 1, 1, "could not decode the file as Python source "
+                                                        f"({e.__class__.__name__}: {reason})")])
+    file = _real_file(path) if project is not None else ""
+    tree: ast.Module | None = None
+    if project is not None and file:
+        sf = project.source(file)
+        if sf is not None and sf.text == source:
+            tree = sf.tree  # parsed once, shared with every analysis that imports this file
+    err = None
+    if tree is None:
+        tree, err = parse(source, path)
     if tree is None:
         assert err is not None
-        return [err] if config.enabled("GG000", path) else []
-    from gradguard.analysis import analyze
+        return FileResult(path, [err] if config.enabled("GG000", path) else [])
+    from gradguard.analysis import analyze_file
     from gradguard.rules import findings_from_hazards
 
     lines = source.splitlines()
     try:
-        hazards = analyze(tree, source, path)
+        result = analyze_file(tree, source, path, project, file)
     except RecursionError:
-        return [_gg000(path, 1, 1, "skipped: the file is too deeply nested to analyze")]
-    found = [f for f in findings_from_hazards(hazards, path, lines)
+        return FileResult(path, [_gg000(path, 1, 1, "skipped: the file is too deeply nested to analyze")])
+
+    def lines_for(p: str) -> tuple[str, Sequence[str]]:
+        if not p or p == file:
+            return path, lines
+        sf = project.source(p) if project is not None else None
+        return p, (sf.lines if sf is not None else ())
+
+    mine = [h for h in result.hazards if not h.site.path or h.site.path == file]
+    found = [f for f in findings_from_hazards(mine, path, lines, lines_for)
              if config.enabled(f.code, path) and not suppressed(f, lines)]
     for f in found:
         f.severity = config.severity_of(f.code, f.severity)
@@ -99,36 +151,64 @@ def check_source(source: str | bytes, path: str = "<string>", config: Config | N
         from gradguard.fixes import attach_fixes
         attach_fixes(found, source)
     found.sort(key=Finding.sort_key)
-    return found
+    elsewhere: dict[str, list[Finding]] = {}
+    if project is not None:
+        by_path: dict[str, list[Any]] = {}
+        for h in result.hazards:
+            if h.site.path and h.site.path != file and not project.is_library(h.site.path):
+                by_path.setdefault(h.site.path, []).append(h)
+        for p, hs in sorted(by_path.items()):
+            _, plines = lines_for(p)
+            fs = [f for f in findings_from_hazards(hs, p, plines, lines_for)
+                  if config.enabled(f.code, p) and not suppressed(f, plines)]
+            for f in fs:
+                f.severity = config.severity_of(f.code, f.severity)
+            if fs:
+                elsewhere[p] = sorted(fs, key=Finding.sort_key)
+    return FileResult(path, found, elsewhere, result.deps)
 
 
-def check_file(path: str, config: Config | None = None, fixes: bool = True) -> list[Finding]:
+def check_file(path: str, config: Config | None = None, fixes: bool = True,
+               project: Project | None = None) -> list[Finding]:
+    return _check_file(path, config, fixes, project).findings
+
+
+def _check_file(path: str, config: Config | None, fixes: bool, project: Project | None) -> FileResult:
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return FileResult(path, [_gg000(path, 1, 1, "skipped: not a regular file")])
         with open(path, "rb") as f:
             data = f.read(MAX_BYTES + 1)
     except OSError as e:
-        return [_gg000(path, 1, 1, f"could not read: {e.strerror or e}")]
-    return check_source(data, path, config, fixes=fixes)
+        return FileResult(path, [_gg000(path, 1, 1, f"could not read: {e.strerror or e}")])
+    return check_text(data, path, config, fixes=fixes, project=project)
 
 
-def _check_many(args: tuple[list[str], Config, bool]) -> list[Finding]:
-    paths, config, fixes = args
-    out: list[Finding] = []
-    for p in paths:
-        out.extend(check_file(p, config, fixes))
-    return out
+def _check_many(args: tuple[list[str], Config, bool, Project | None]) -> list[FileResult]:
+    paths, config, fixes, project = args
+    return [_check_file(p, config, fixes, project) for p in paths]
 
 
 def check_paths(paths: Iterable[str], config: Config | None = None, jobs: int | None = None,
-                fixes: bool = True) -> list[Finding]:
-    """Check files and directories; files are spread over ``jobs`` processes (default: all cores)."""
+                fixes: bool = True, project: Project | bool | None = True, python: str | None = None) -> list[Finding]:
+    """Check files and directories; files are spread over ``jobs`` processes (default: all cores).
+
+    ``project=True`` (the default) follows imports through a project built around ``paths`` (workspace roots,
+    ``src``, the site-packages of ``python``); ``project=False`` checks each file on its own.
+    """
     paths = list(paths)
     config = config or load_config(paths[0] if paths else ".")
     files = list(iter_python_files(paths, config))
+    if project is True:
+        from gradguard.project import build_project
+
+        project = build_project(paths, config.root, config.src, python=python)
+    elif project is False:
+        project = None
     jobs = jobs or os.cpu_count() or 1
-    results: list[Finding] = []
+    results: list[FileResult] = []
     if jobs <= 1 or len(files) < 8:
-        results = _check_many((files, config, fixes))
+        results = _check_many((files, config, fixes, project))
     else:
         # Balance by size: big files first, dealt round-robin into ``jobs * 4`` chunks.
         sized = sorted(files, key=lambda p: -_size(p))
@@ -141,10 +221,43 @@ def check_paths(paths: Iterable[str], config: Config | None = None, jobs: int | 
             import multiprocessing
             ctx = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as ex:
-            for part in ex.map(_check_many, [(c, config, fixes) for c in chunks]):
+            for part in ex.map(_check_many, [(c, config, fixes, project) for c in chunks]):
                 results.extend(part)
-    results.sort(key=Finding.sort_key)
-    return results
+    return merge_results(results, fixes)
+
+
+def merge_results(results: list[FileResult], fixes: bool = True) -> list[Finding]:
+    """Each file's own findings, plus the findings other files' analyses revealed in it (deduplicated; the
+    order of the inputs does not matter)."""
+    results = sorted(results, key=lambda r: r.path)
+    by_abs = {_real_file(r.path): r for r in results}
+    out: list[Finding] = []
+    for r in results:
+        out.extend(r.findings)
+    extra: dict[str, list[Finding]] = {}
+    for r in results:
+        for p, fs in r.elsewhere.items():
+            target = by_abs.get(p)
+            if target is None:
+                continue  # only files that were checked get findings
+            have = {(f.code, f.line, f.column) for f in target.findings}
+            have |= {(f.code, f.line, f.column) for f in extra.get(p, [])}
+            for f in fs:
+                if (f.code, f.line, f.column) not in have:
+                    have.add((f.code, f.line, f.column))
+                    f.path = target.path
+                    extra.setdefault(p, []).append(f)
+    for p, fs in extra.items():
+        if fixes:
+            from gradguard.fixes import attach_fixes
+            from gradguard.project.sources import read_source
+
+            text = read_source(p)
+            if text is not None:
+                attach_fixes(fs, text)
+        out.extend(fs)
+    out.sort(key=Finding.sort_key)
+    return out
 
 
 def _size(p: str) -> int:

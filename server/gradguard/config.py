@@ -1,7 +1,8 @@
 """Configuration: ``[tool.gradguard]`` in pyproject.toml, merged with command-line / editor settings.
 
 Keys: ``select``, ``ignore`` (lists of codes or prefixes, e.g. "GG1"), ``per-file-ignores`` (glob -> codes),
-``exclude`` (gitignore-style patterns, added to the defaults), ``severity`` (code -> error|warning|info|hint).
+``exclude`` (gitignore-style patterns, added to the defaults), ``severity`` (code -> error|warning|info|hint),
+``src`` (directories imports are resolved from, relative to the pyproject.toml; default ``[".", "src"]``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class Config:
     exclude: tuple[str, ...] = ()
     severity: tuple[tuple[str, str], ...] = ()
     root: str = ""  # directory of the pyproject.toml the config came from ("" = none)
+    src: tuple[str, ...] = (".", "src")  # import roots, relative to ``root`` (like ruff's ``src``)
 
     def enabled(self, code: str, path: str | None = None) -> bool:
         if code == "GG000":
@@ -101,6 +103,7 @@ def parse_table(table: dict[str, Any], root: str = "") -> Config:
         exclude=tuple(str(x) for x in table.get("exclude", []) or []),
         severity=tuple((str(k).upper(), str(v).lower()) for k, v in sev.items()),
         root=root,
+        src=tuple(str(x) for x in table.get("src", [".", "src"]) or []),
     )
 
 

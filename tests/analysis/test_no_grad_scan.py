@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
-from gradguard.analysis.interp import _no_grad_only
+from gradguard.analysis.scan import no_grad_only
 from gradguard.api import check_source
 
 SRC = textwrap.dedent('''
@@ -50,7 +50,7 @@ SRC = textwrap.dedent('''
 
 def test_scan_finds_no_grad_only_functions() -> None:
     lines = SRC.splitlines()
-    ng = _no_grad_only(lines)
+    ng = no_grad_only(lines)
     names = {lines[n - 1].strip().split("(")[0].replace("def ", "") for n in ng}
     assert names == {"step", "adam", "_single_adam", "reparam"}, names
 

@@ -3,11 +3,35 @@
 from __future__ import annotations
 
 import ast
+from typing import TYPE_CHECKING
 
 from gradguard.analysis.hazards import Hazard
 
+if TYPE_CHECKING:
+    from gradguard.project import Project
 
-def analyze(tree: ast.Module, source: str, path: str) -> list[Hazard]:
+
+class Analysis:
+    """What one file's analysis found: hazards (in this file, ``site.path == ""``, or in other modules it reached,
+    by absolute path) and the absolute paths of the other modules it read."""
+
+    __slots__ = ("deps", "hazards")
+
+    def __init__(self, hazards: list[Hazard], deps: list[str]):
+        self.hazards = hazards
+        self.deps = deps
+
+
+def analyze(tree: ast.Module, source: str, path: str, project: Project | None = None, file: str = "") -> list[Hazard]:
+    """Hazards of one file, in that file only (the single-file view)."""
+    return [h for h in analyze_file(tree, source, path, project, file).hazards if not h.site.path]
+
+
+def analyze_file(tree: ast.Module, source: str, path: str, project: Project | None = None,
+                 file: str = "") -> Analysis:
     from gradguard.analysis.interp import Analyzer
 
-    return Analyzer(tree, source, path).run()
+    a = Analyzer(tree, source, path, project=project, file=file)
+    hazards = a.run()
+    deps = sorted({ctx.path for ctx in a.loaded.values() if ctx.source is not None})
+    return Analysis(hazards, deps)

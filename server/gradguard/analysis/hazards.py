@@ -11,15 +11,18 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Site:
+    """A source range. ``path`` is "" for the file being checked, else the absolute path of another module."""
+
     line: int
     col: int
     end_line: int
     end_col: int
+    path: str = ""
 
     @staticmethod
-    def of(node: Any) -> Site:
+    def of(node: Any, path: str = "") -> Site:
         return Site(node.lineno, node.col_offset, getattr(node, "end_lineno", None) or node.lineno,
-                    getattr(node, "end_col_offset", None) or node.col_offset + 1)
+                    getattr(node, "end_col_offset", None) or node.col_offset + 1, path)
 
 
 @dataclass(frozen=True)

@@ -10,11 +10,19 @@ from __future__ import annotations
 import ast
 import itertools
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gradguard.analysis.hazards import Site
 
+if TYPE_CHECKING:
+    from gradguard.analysis.namespace import ModuleCtx
+
 _ids = itertools.count(1)
+
+
+def next_id() -> int:
+    """Storages and objects are numbered in creation order (deterministic within one analysis)."""
+    return next(_ids)
 
 NO, MAYBE, YES = 0, 1, 2  # requires-grad lattice
 
@@ -33,6 +41,16 @@ class Storage:
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         return f"<S{self.sid} {self.desc}>"
+
+
+def ordered(storages: Any) -> list[Storage]:
+    """Storages in creation order: iterate this, never the set itself, where order reaches the output."""
+    return sorted(storages, key=lambda s: s.sid)
+
+
+def owner_key(o: Any) -> int:
+    """A deterministic order of optimizer owners (modules and leaf storages), by creation."""
+    return int(getattr(o, "sid", 0) or getattr(o, "oid", 0))
 
 
 class Val:
@@ -136,6 +154,7 @@ class FuncInfo:
     no_grad: bool = False
     is_static: bool = False
     is_classmethod: bool = False
+    mod: ModuleCtx | None = None  # where it is defined (its globals, its source lines)
 
 
 @dataclass(frozen=True, eq=False)
@@ -150,6 +169,7 @@ class ClassInfo:
     bases: list[Val] = field(default_factory=list)
     methods: dict[str, FuncInfo] = field(default_factory=dict)
     attrs: dict[str, Val] = field(default_factory=dict)
+    mod: ModuleCtx | None = None
 
     def mro(self) -> list[ClassInfo]:
         out: list[ClassInfo] = [self]
@@ -198,6 +218,7 @@ class Obj(Val):
         "inplace",
         "kind",
         "kw_site",
+        "oid",
         "params",
         "positional",
         "qual",
@@ -205,6 +226,7 @@ class Obj(Val):
     )
 
     def __init__(self, kind: str, qual: str = "", info: ClassInfo | None = None):
+        self.oid = next(_ids)
         self.kind = kind  # "torch" | "sequential" | "modulelist" | "local" | "optimizer" | "ctx"
         self.qual = qual
         self.info = info
@@ -242,6 +264,13 @@ class Params(Val):
     """``model.parameters()``: the objects and leaf storages an optimizer will update."""
 
     owners: frozenset[Any]
+
+
+@dataclass(frozen=True, eq=False)
+class ModV(Val):
+    """An imported module of the project or a library (``import models``, ``from . import blocks``)."""
+
+    ctx: ModuleCtx
 
 
 @dataclass(frozen=True, eq=False)

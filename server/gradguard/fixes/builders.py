@@ -301,7 +301,8 @@ def _escape_hatch(ctx: Ctx, end_line: int | None = None) -> list[Fix]:
         return []
     st = ctx.m.stmt
     ind = ctx.indent(st.line)
-    save_lines = [int(s.get("line", 0)) for s in ctx.f.facts.get("saves", []) if s.get("line")]
+    save_lines = [int(s.get("line", 0)) for s in ctx.f.facts.get("saves", [])
+                  if s.get("line") and s.get("same_file", True)]
     start = min([*save_lines, st.line])
     if not (1 <= start <= len(ctx.lines)) or ctx.indent(start) != ind:
         return []
@@ -348,6 +349,8 @@ def _clone_at_use(ctx: Ctx) -> list[Fix]:
     gradient is what the code meant (what ``allow_mutation_on_saved_tensors`` would compute): safe."""
     fixes: list[Fix] = []
     for r in ctx.f.related:
+        if r.path != ctx.f.path:
+            continue  # the saving op is in another file: a fix edits only this one
         mm = _SAVED_MSG.search(r.message)
         if mm:
             saved = " ".join(mm.group(1).split())

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 
 from gradguard.analysis.hazards import Hazard
 from gradguard.model import Finding
-from gradguard.rules.base import Rule
+from gradguard.rules.base import LinesFor, Rule
 from gradguard.rules.gg101 import InplaceOnSaved
 from gradguard.rules.gg102 import InplaceActivationOnSaved
 from gradguard.rules.gg103 import SetitemOnSaved
@@ -30,7 +30,8 @@ def rule_for(h: Hazard) -> type[Rule] | None:
     return None
 
 
-def findings_from_hazards(hazards: Iterable[Hazard], path: str, lines: Sequence[str]) -> list[Finding]:
+def findings_from_hazards(hazards: Iterable[Hazard], path: str, lines: Sequence[str],
+                          lines_for: LinesFor | None = None) -> list[Finding]:
     out: list[Finding] = []
     seen: set[tuple[str, int, int]] = set()
     for h in hazards:
@@ -41,5 +42,5 @@ def findings_from_hazards(hazards: Iterable[Hazard], path: str, lines: Sequence[
         if key in seen:
             continue
         seen.add(key)
-        out.append(r.finding(h, path, lines))
+        out.append(r.finding(h, path, lines, lines_for))
     return out

@@ -6,11 +6,14 @@ error, VALID must run backward clean) and checks the analyzer flags exactly the 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
-from gradguard.analysis.hazards import Hazard, SaveRecord, Site
+from gradguard.analysis.hazards import Hazard, Site
 from gradguard.model import Finding, Mutation, Related, Span
+
+LinesFor = Callable[[str], tuple[str, Sequence[str]]]
 
 DOCS_BASE = "https://github.com/gradguard/gradguard/blob/main/docs/rules/"
 
@@ -34,8 +37,12 @@ def span_dict(lines: Sequence[str], s: Site) -> dict[str, int]:
     return {"line": sp.line, "column": sp.column, "end_line": sp.end_line, "end_column": sp.end_column}
 
 
-def describe_save(r: SaveRecord) -> str:
-    return f"{r.op} (line {r.site.line}) saved {r.what} for backward"
+def at(site: Site, h: Hazard) -> str:
+    """Where ``site`` is, as a message says it: "line 14", or "blocks.py:14" for a line in another file."""
+    if site.path == h.site.path:
+        return f"line {site.line}"
+    name = os.path.basename(site.path) if site.path else "the checked file"
+    return f"{name}:{site.line}"
 
 
 class Rule:
@@ -61,20 +68,34 @@ class Rule:
         raise NotImplementedError
 
     @classmethod
-    def finding(cls, h: Hazard, path: str, lines: Sequence[str]) -> Finding:
+    def finding(cls, h: Hazard, path: str, lines: Sequence[str], lines_for: LinesFor | None = None) -> Finding:
+        """The finding for ``h`` in ``path`` (whose text is ``lines``); ``lines_for(site_path)`` gives the display
+        path and lines of another file that a related location (the op that saved the tensor) is in."""
+
+        def where(site: Site) -> tuple[str, Sequence[str]]:
+            if site.path == h.site.path:
+                return path, lines
+            if lines_for is not None:
+                return lines_for(site.path)
+            return site.path or path, ()
+
         sp = span(lines, h.site)
         related = []
         for r in h.saves:
-            rs = span(lines, r.site)
-            related.append(Related(path, rs.line, rs.column, f"{r.op} saved {r.what} here", rs.end_line, rs.end_column))
+            rp, rl = where(r.site)
+            rs = span(rl, r.site)
+            related.append(Related(rp, rs.line, rs.column, f"{r.op} saved {r.what} here", rs.end_line, rs.end_column))
         for site, msg in h.related:
-            rs = span(lines, site)
-            related.append(Related(path, rs.line, rs.column, msg, rs.end_line, rs.end_column))
-        extra = {k: (span_dict(lines, v) if isinstance(v, Site) else v) for k, v in h.extra}
+            rp, rl = where(site)
+            rs = span(rl, site)
+            related.append(Related(rp, rs.line, rs.column, msg, rs.end_line, rs.end_column))
+        extra = {k: (span_dict(lines, v) if isinstance(v, Site) and v.path == h.site.path else v)
+                 for k, v in h.extra if not (isinstance(v, Site) and v.path != h.site.path)}
         mut = Mutation(kind=h.form, node=sp, stmt=span(lines, h.stmt), name=h.op, receiver=h.target, extra=extra)
         facts = {
             "op": h.op, "target": h.target, "kind": h.kind,
-            "saves": [{"op": r.op, "what": r.what, "line": r.site.line, "op_name": r.op_name} for r in h.saves],
+            "saves": [{"op": r.op, "what": r.what, "line": r.site.line, "op_name": r.op_name,
+                       "same_file": r.site.path == h.site.path} for r in h.saves],
         }
         return Finding(path=path, line=sp.line, column=sp.column, end_line=sp.end_line, end_column=sp.end_column,
                        code=cls.code, message=cls.message(h), severity=cls.severity, related=related,
@@ -96,5 +117,5 @@ def saver_phrase(h: Hazard) -> str:
         return "a tensor saved for backward"
     r = h.saves[0]
     more = f" (and {len(h.saves) - 1} more)" if len(h.saves) > 1 else ""
-    return f"{r.what} of {r.op} (line {r.site.line}){more}" if r.what.startswith("the output") else \
-        f"a tensor that {r.op} (line {r.site.line}) saved for backward{more}"
+    return f"{r.what} of {r.op} ({at(r.site, h)}){more}" if r.what.startswith("the output") else \
+        f"a tensor that {r.op} ({at(r.site, h)}) saved for backward{more}"

@@ -1,5 +1,5 @@
 from gradguard.analysis.hazards import Hazard
-from gradguard.rules.base import Rule
+from gradguard.rules.base import Rule, at
 
 
 def _target_phrase(h: Hazard) -> str:
@@ -7,8 +7,8 @@ def _target_phrase(h: Hazard) -> str:
     if r is None:
         return "a tensor saved for backward"
     if r.what == "its output":
-        return f"the output of {r.op} (line {r.site.line}), which {r.op} saved for backward"
-    return f"a tensor that {r.op} (line {r.site.line}) saved for backward"
+        return f"the output of {r.op} ({at(r.site, h)}), which {r.op} saved for backward"
+    return f"a tensor that {r.op} ({at(r.site, h)}) saved for backward"
 
 
 class InplaceOnSaved(Rule):

@@ -1,5 +1,5 @@
 from gradguard.analysis.hazards import Hazard
-from gradguard.rules.base import Rule
+from gradguard.rules.base import Rule, at
 
 
 class InplaceActivationOnSaved(Rule):
@@ -59,5 +59,5 @@ model(torch.randn(2, 4, requires_grad=True)).sum().backward()
         if r is None:
             return f"{h.op} overwrites a tensor saved for backward"
         if r.what == "its output":
-            return f"{h.op} overwrites the output of {r.op} (line {r.site.line}), which {r.op} saved for backward"
-        return f"{h.op} overwrites `{h.target}`, which {r.op} (line {r.site.line}) saved for backward"
+            return f"{h.op} overwrites the output of {r.op} ({at(r.site, h)}), which {r.op} saved for backward"
+        return f"{h.op} overwrites `{h.target}`, which {r.op} ({at(r.site, h)}) saved for backward"

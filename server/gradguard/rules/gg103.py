@@ -1,5 +1,5 @@
 from gradguard.analysis.hazards import Hazard
-from gradguard.rules.base import Rule
+from gradguard.rules.base import Rule, at
 
 
 class SetitemOnSaved(Rule):
@@ -42,4 +42,4 @@ a.sum().backward()
         base = f"`{h.target}`" + (f" (an alias of `{via}`)" if via else "")
         if r is None:
             return f"item assignment into {base} modifies a tensor saved for backward"
-        return f"item assignment into {base} modifies a tensor that {r.op} (line {r.site.line}) saved for backward"
+        return f"item assignment into {base} modifies a tensor that {r.op} ({at(r.site, h)}) saved for backward"

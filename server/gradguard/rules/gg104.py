@@ -1,5 +1,5 @@
 from gradguard.analysis.hazards import Hazard
-from gradguard.rules.base import Rule
+from gradguard.rules.base import Rule, at
 
 
 class OutArgOnSaved(Rule):
@@ -46,5 +46,5 @@ torch.stack(outs).sum().backward()
     @classmethod
     def message(cls, h: Hazard) -> str:
         r = h.saves[0] if h.saves else None
-        saved = f"{r.op} (line {r.site.line}) saved it for backward" if r else "it was saved for backward"
+        saved = f"{r.op} ({at(r.site, h)}) saved it for backward" if r else "it was saved for backward"
         return f"{h.op}(out={h.target}) overwrites `{h.target}`, but {saved}"

@@ -1,5 +1,5 @@
 from gradguard.analysis.hazards import Hazard
-from gradguard.rules.base import Rule
+from gradguard.rules.base import Rule, at
 
 
 class StepBetweenBackward(Rule):
@@ -54,6 +54,6 @@ opt.step()
     def message(cls, h: Hazard) -> str:
         bw = h.get("backward_line")
         r = h.saves[0] if h.saves else None
-        saved = f"; {r.op} (line {r.site.line}) saved them" if r else ""
+        saved = f"; {r.op} ({at(r.site, h)}) saved them" if r else ""
         return (f"{h.op} updates parameters in place, but the backward at line {bw} goes through a graph built "
                 f"before it{saved}")

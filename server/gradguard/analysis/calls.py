@@ -1,0 +1,552 @@
+"""Calls: dispatch, builtins, torch callables from the knowledge table (what they write, save and return)."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from typing import Any
+
+from gradguard.analysis.common import (
+    AUTOCAST_CTX,
+    CONTAINER_MODULES,
+    ENABLE_GRAD_CTX,
+    NO_GRAD_CTX,
+    NONDIFF_BUILTINS,
+    NONDIFF_METHODS,
+    PARAMETER,
+    STANDALONE_DEPTH,
+    Frame,
+    is_false,
+    is_true,
+    tensor_facts,
+    tensors_in,
+)
+from gradguard.analysis.core import AnalyzerCore
+from gradguard.analysis.hazards import SaveRecord, Site
+from gradguard.analysis.state import State
+from gradguard.analysis.values import (
+    MAYBE,
+    NO,
+    NONE,
+    UNKNOWN,
+    UNKNOWN_NUM,
+    YES,
+    Alt,
+    Bound,
+    ClassV,
+    Const,
+    Func,
+    Method,
+    Obj,
+    Params,
+    Ref,
+    Seq,
+    Storage,
+    Super,
+    T,
+    UnknownT,
+    Val,
+    fresh,
+    join,
+)
+from gradguard.knowledge import OpInfo
+
+
+class Calls(AnalyzerCore):
+    # ------------------------------------------------------------------ calls
+    def e_Call(self, n: ast.Call, st: State, fr: Frame) -> Val:
+        if isinstance(n.func, ast.Attribute):
+            if n.func.attr in NONDIFF_METHODS and not n.args:
+                # x.item(), x.tolist(), x.numpy(): the value leaves autograd; what computed x never reaches a loss
+                self.ev_nograd(n.func.value, st, fr)
+                return UNKNOWN_NUM
+            recv = self.ev(n.func.value, st, fr)
+            fv = self.getattr(recv, n.func.attr, n.func, st)
+        else:
+            fv = self.ev(n.func, st, fr)
+            if isinstance(fv, Ref) and fv.qual in NONDIFF_BUILTINS:
+                for a in n.args:
+                    self.ev_nograd(a.value if isinstance(a, ast.Starred) else a, st, fr)
+                for k in n.keywords:
+                    self.ev_nograd(k.value, st, fr)
+                return self.call_builtin(fv.qual[9:], [], {}, n, st, fr) if fv.qual != "builtins.print" else NONE
+        pos: list[Val] = []
+        for a in n.args:
+            if isinstance(a, ast.Starred):
+                v = self.ev(a.value, st, fr)
+                if isinstance(v, Seq) and v.items is not None:
+                    pos.extend(v.items)
+                elif isinstance(v, Alt):
+                    pos.append(Seq(None, v, "staralt"))  # alternatives, expanded by container constructors
+                else:
+                    pos.append(Seq(None, self.elem(v, a), "star"))
+            else:
+                pos.append(self.ev(a, st, fr))
+        kw: dict[str, Val] = {}
+        for k in n.keywords:
+            v = self.ev(k.value, st, fr)
+            if k.arg is not None:
+                kw[k.arg] = v
+        return self.call(fv, pos, kw, n, st, fr)
+
+    def call(self, fv: Val, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State, fr: Frame) -> Val:
+        if isinstance(fv, Ref):
+            return self.call_ref(self.canon(fv.qual), fv.qual, pos, kw, n, st, fr)
+        if isinstance(fv, Method):
+            return self.call_method(fv, pos, kw, n, st, fr)
+        if isinstance(fv, (Func, ClassV)) and self._unobserved(n, pos, kw, fr):
+            return UNKNOWN
+        if isinstance(fv, Func):
+            return self.call_func(fv.info, pos, kw, st, fr, n)
+        if isinstance(fv, Bound):
+            return self.call_func(fv.func, [fv.obj, *pos], kw, st, fr, n)
+        if isinstance(fv, ClassV):
+            return self.instantiate(fv.info, pos, kw, n, st, fr)
+        if isinstance(fv, Obj):
+            return self.call_obj(fv, pos, kw, n, st, fr, in_seq=None)
+        self._out_kw(kw, n, st, "call")
+        return UNKNOWN
+
+    def _unobserved(self, n: ast.Call, pos: list[Val], kw: dict[str, Val], fr: Frame) -> bool:
+        """A call in a function analysed on its own whose result is returned or dropped, with no tensor or
+        object among its arguments (``return build_model(Cls, "name", **cfg)``): nothing it does can reach this
+        function's tensors, and it is analysed on its own in its own file. Not worth inlining."""
+        if fr.func is None or fr.depth != STANDALONE_DEPTH:
+            return False
+        stmt = self.cur_stmt
+        if not (isinstance(stmt, (ast.Return, ast.Expr)) and stmt.value is n):
+            return False
+        return not any(_live(v) for v in (*pos, *kw.values()))
+
+    def _out_kw(self, kw: dict[str, Val], n: ast.Call, st: State, op: str) -> Val | None:
+        out = kw.get("out")
+        if isinstance(out, T):
+            kwnode = next((k for k in n.keywords if k.arg == "out"), None)
+            tgt = self.text(kwnode.value) if kwnode else "out"
+            self.mutate(out, st, form="out", node=n, op=op, target=tgt,
+                        extra=(("out_kw_span", self.site(kwnode) if kwnode else self.site(n)), ("call_span", self.site(n)),
+                               ("standalone", self._standalone(n))))
+            return out
+        return None
+
+    def _standalone(self, n: ast.AST) -> bool:
+        s = self.cur_stmt
+        return isinstance(s, ast.Expr) and s.value is n
+
+    def call_ref(self, qual: str, raw: str, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State,
+                 fr: Frame) -> Val:
+        kb = self.kb
+        if raw.startswith("builtins."):
+            return self.call_builtin(raw[9:], pos, kw, n, st, fr)
+        if qual in PARAMETER:
+            rg = NO if is_false(kw.get("requires_grad", pos[1] if len(pos) > 1 else None)) else YES
+            return T(frozenset({Storage("an nn.Parameter", self.site(n), leaf=rg == YES)}), rg=rg, leaf=rg == YES,
+                     origin="nn.Parameter")
+        if qual in CONTAINER_MODULES:
+            o = Obj(CONTAINER_MODULES[qual], qual)
+            o.training = True
+            o.ctor = self.site(n)
+            o.entries = self._entries(pos)
+            return o
+        if qual.startswith("torch.optim.") and qual.rsplit(".", 1)[-1][:1].isupper() \
+                and ".lr_scheduler" not in qual:
+            o = Obj("optimizer", qual)
+            params = kw.get("params", pos[0] if pos else UNKNOWN)
+            o.cfg["owners"] = Params(self.owners_of(params))
+            return o
+        if qual in ("torch.autograd.backward",):
+            if pos:
+                self.backward(pos[0], kw, n, st)
+            return NONE
+        if qual in ("torch.autograd.grad",):
+            if pos:
+                self.backward(pos[0], {"retain_graph": kw.get("retain_graph", Const(False))}, n, st)
+            return Seq(None, fresh("grad", rg=NO), "tuple")
+        if qual in NO_GRAD_CTX or qual in AUTOCAST_CTX or qual in ENABLE_GRAD_CTX:
+            return UNKNOWN
+        info = kb.get(qual)
+        if info is not None:
+            if info.kind == "module":
+                return self.construct_module(info, pos, kw, n)
+            return self.apply(info, pos, kw, n, st, fr, display=raw.rsplit(".", 1)[-1])
+        out = self._out_kw(kw, n, st, raw.rsplit(".", 1)[-1])
+        if out is not None:
+            return out
+        if qual.startswith("torch.") and not qual.startswith("torch.nn.") and qual.rsplit(".", 1)[-1][:1].islower():
+            rg = YES if is_true(kw.get("requires_grad")) else NO
+            if rg == YES:
+                return T(frozenset({Storage(f"created with requires_grad=True ({raw.rsplit('.', 1)[-1]})",
+                                            self.site(n), leaf=True)}), rg=YES, leaf=True, origin=raw)
+            real = [v for v in (*pos, *kw.values()) if not (isinstance(v, T) and v.maybe_tensor)]
+            return self.new_tensor(real, st, raw.rsplit(".", 1)[-1], min_rg=rg)
+        return UNKNOWN
+
+    def call_builtin(self, name: str, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State,
+                     fr: Frame) -> Val:
+        if name == "range":
+            return Seq(None, UNKNOWN_NUM)
+        if name == "isinstance" and len(pos) == 2:
+            return self.isinstance(pos[0], pos[1])
+        if name in ("len", "isinstance", "hasattr", "int", "float", "bool", "str", "print", "id", "type", "abs",
+                    "round", "repr", "callable", "issubclass", "hash", "format"):
+            return UNKNOWN_NUM
+        if name == "enumerate" and pos:
+            return Seq(None, Seq.of([UNKNOWN_NUM, self.elem(pos[0], n)], "tuple"))
+        if name == "zip":
+            return Seq(None, Seq.of([self.elem(p, n) for p in pos], "tuple"))
+        if name in ("list", "tuple", "reversed", "sorted", "iter", "set"):
+            if not pos:
+                return Seq((), UNKNOWN, "list" if name != "tuple" else "tuple")
+            v = pos[0]
+            if isinstance(v, Params):
+                return v
+            if isinstance(v, Seq):
+                return v if name in ("list", "tuple") else Seq(None, v.elem, v.kind)
+            if isinstance(v, Alt):
+                return v
+            return Seq(None, self.elem(v, n))
+        if name == "super":
+            obj = fr.self_obj
+            if obj is None and fr.func is not None:
+                obj = None
+            return Super(obj or UNKNOWN, fr.cls)
+        if name == "getattr" and len(pos) >= 2 and isinstance(pos[1], Const) and isinstance(pos[1].value, str):
+            return self.getattr(pos[0], pos[1].value, n, st)
+        if name in ("sum", "min", "max") and pos:
+            el = self.elem(pos[0], n) if len(pos) == 1 else join(pos[0], pos[1])
+            if isinstance(el, T):
+                return self.new_tensor([el], st, name).with_(maybe_tensor=el.maybe_tensor)
+            return UNKNOWN_NUM
+        if name == "next" and pos:
+            return self.elem(pos[0], n)
+        if name == "map" and len(pos) >= 2:
+            return Seq(None, UNKNOWN)
+        return UNKNOWN
+
+    def isinstance(self, v: Val, cls: Val) -> Val:
+        classes = list(cls.items) if isinstance(cls, Seq) and cls.items is not None else [cls]
+        answers = []
+        for c in classes:
+            if isinstance(c, Ref):
+                q = self.canon(c.qual)
+                if isinstance(v, T) and q in ("torch.Tensor", "Tensor"):
+                    answers.append(True)
+                elif isinstance(v, Obj) and v.kind == "torch" and v.qual:
+                    cinfo = self.kb.get(q)
+                    if q == v.qual:
+                        answers.append(True)
+                    elif cinfo is not None and cinfo.kind == "module":
+                        answers.append(False)  # two different concrete torch modules
+                    else:
+                        return UNKNOWN_NUM
+                elif isinstance(v, Obj) and v.kind == "local" and q == "torch.nn.Module":
+                    answers.append(True)
+                else:
+                    return UNKNOWN_NUM
+            elif isinstance(c, ClassV) and isinstance(v, Obj):
+                if v.info is not None:
+                    answers.append(c.info in v.info.mro())
+                elif v.kind == "torch":
+                    answers.append(False)
+                else:
+                    return UNKNOWN_NUM
+            else:
+                return UNKNOWN_NUM
+        return Const(any(answers))
+
+    def new_tensor(self, inputs: list[Val], st: State, desc: str, min_rg: int = NO) -> T:
+        rg = min_rg
+        prov: frozenset[Any] = frozenset()
+        for v in inputs:
+            if isinstance(v, T):
+                rg = max(rg, v.rg)
+                prov |= v.prov
+            else:
+                r, p = tensor_facts(v, real_only=True)  # a list of Python numbers is not a graph
+                if r:
+                    rg = max(rg, MAYBE)
+                prov |= p
+        if st.no_grad:
+            rg, prov = NO, frozenset()
+        return T(frozenset({Storage(desc)}), rg=rg, prov=prov, origin=desc)
+
+    # apply a knowledge entry ----------------------------------------------------
+    def bind(self, info: OpInfo, pos: list[Val], kw: dict[str, Val]) -> dict[str, Val]:
+        names = info.args if info.kind == "module" else (info.params or info.args)
+        bound: dict[str, Val] = {}
+        for i, v in enumerate(pos):
+            if i < len(names):
+                bound[names[i]] = v
+        for k, v in kw.items():
+            bound[k] = v
+        return bound
+
+    def apply(self, info: OpInfo, pos: list[Val], kw: dict[str, Val], n: ast.AST, st: State, fr: Frame, *,
+              display: str, form: str = "", target_text: str = "", extra: tuple[tuple[str, Any], ...] = (),
+              module: Obj | None = None, in_seq: Obj | None = None, receiver_node: ast.AST | None = None) -> Val:
+        kb = self.kb
+        bound = self.bind(info, pos, kw)
+        if "dim" in bound or (info.kind in ("function", "method") and len(pos) >= (3 if info.kind == "method" else 2)
+                              and not isinstance(pos[-1], T)):
+            short = info.name.split(".", 1)[1] if info.name.startswith("Tensor.") else None
+            var = kb.get(f"{info.name}[dim]") or (kb.get(f"torch.{short}[dim]") if short else None)
+            if var is not None:
+                info = var
+                bound = self.bind(info, pos, kw)
+        # inplace=True on a functional: switch to its in-place variant
+        if info.inplace_kwarg and module is None and is_true(bound.get(info.inplace_kwarg)):
+            var = kb.get(f"{info.name}[{info.inplace_kwarg}=True]")
+            if var is not None:
+                kwnode = next((k for k in getattr(n, "keywords", []) if k.arg == info.inplace_kwarg), None)
+                kwsite = self.site(kwnode) if kwnode is not None else self.site(n)
+                extra = (*extra, ("kw_span", kwsite), ("ctor_span", self.site(n)), ("positional", kwnode is None))
+                form = form or "inplace_kwarg"
+                display = f"{display}(inplace=True)"
+                info = var
+                bound = self.bind(info, pos, kw)
+        for arg, (wsaves, wout) in info.when_number.items():
+            if arg in bound and not isinstance(bound[arg], T):
+                info = dataclasses.replace(info, saves=wsaves, saves_output=wout)
+        if info.train_only:
+            drop_p = bound.get("p", module.cfg.get("p") if module is not None else None)
+            if isinstance(drop_p, Const) and drop_p.known and drop_p.value == 0:
+                return self._first_tensor(info, bound)
+            training = bound.get("training")
+            if module is not None:
+                if module.training is False:
+                    return self._first_tensor(info, bound)
+            elif is_false(training) or (training is None and info.train_kwarg_default is False):
+                return self._first_tensor(info, bound)
+        if module is not None:
+            for a in info.saves:
+                if a.startswith("self."):
+                    bound.setdefault(a, self.module_param(module, a[5:]))
+            for conds in info.saves.values():
+                for c in conds:
+                    if c.startswith("self."):
+                        bound.setdefault(c, self.module_param(module, c[5:]))
+        rgmap: dict[str, bool] = {}
+        prov: frozenset[Any] = frozenset()
+        only_maybe = False
+        if info.kind == "operator":
+            # An unknown value (a parameter of a plain function) in arithmetic is as likely a Python number as a
+            # tensor: it proves nothing, requires no grad and is not saved, unless every operand is unknown.
+            ts = [v for v in bound.values() if isinstance(v, T)]
+            only_maybe = bool(ts) and all(v.maybe_tensor for v in ts)
+            if not only_maybe:
+                bound = {k: (UNKNOWN_NUM if isinstance(v, T) and v.maybe_tensor and k not in info.mutates else v)
+                         for k, v in bound.items()}
+        for name, v in bound.items():
+            r, pr = tensor_facts(v)
+            rgmap[name] = r
+            prov |= pr
+        any_rg = any(rgmap.values())
+        grad_on = not st.no_grad and not info.no_grad
+        if module is not None and grad_on:
+            prov = prov | {(module, self.stamp, None)}
+        # 1. in-place writes
+        mutated: T | None = None
+        for m in info.mutates:
+            mv = bound.get(m)
+            if isinstance(mv, T):
+                tgt = target_text or self._arg_text(n, info, m, receiver_node)
+                f = form or ("method" if info.kind == "method" else "function")
+                ex = extra
+                if f == "method" and isinstance(n, ast.Call):
+                    ex = (*ex, ("receiver_span", self.site(receiver_node) if receiver_node is not None else self.site(n)),
+                          ("call_span", self.site(n)), ("out_of_place", (info.out_of_place or "").rsplit(".", 1)[-1] or None),
+                          ("standalone", self._standalone(n)))
+                elif f == "function" and isinstance(n, ast.Call):
+                    argnode = self._arg_node(n, info, m)
+                    ex = (*ex, ("func_text", self.text(n.func)),
+                          ("out_of_place_func", info.out_of_place.replace("Tensor.", "torch.") if info.out_of_place else None),
+                          ("arg_span", self.site(argnode) if argnode is not None else self.site(n)),
+                          ("call_span", self.site(n)), ("standalone", self._standalone(n)))
+                site = None
+                related: tuple[tuple[Site, str], ...] = ()
+                if in_seq is not None and module is not None and module.ctor is not None:
+                    site = module.ctor
+                    f = "module_entry"
+                    ex = (*ex, ("kw_span", module.kw_site or module.ctor), ("ctor_span", module.ctor),
+                          ("positional", module.positional))
+                elif module is not None:
+                    f = "module_call"
+                    ex = (*ex, ("kw_span", module.kw_site or module.ctor), ("ctor_span", module.ctor),
+                          ("positional", module.positional))
+                    if module.ctor is not None:
+                        related = ((module.ctor, f"{display} was created with inplace=True here"),)
+                self.mutate(mv, st, form=f, node=n, op=display, target=tgt, extra=ex, no_grad_op=info.no_grad,
+                            site=site, related=related)
+                if mutated is None:
+                    mutated = mv
+        out_t = self._out_kw(kw, n, st, display) if isinstance(n, ast.Call) else None
+        # 2. saves
+        site = self.site(n)
+        if module is not None and in_seq is not None and module.ctor is not None:
+            site = module.ctor
+        if grad_on and any_rg:
+            for a in info.saved_args(rgmap):
+                for sv in tensors_in(bound.get(a)):
+                    if info.kind == "operator" and sv.maybe_tensor:
+                        continue
+                    if st.autocast and a in info.autocast_casts:
+                        continue
+                    if a.startswith("self."):
+                        what = f"its {a[5:]}"
+                    else:
+                        argtext = self._arg_text(n, info, a, receiver_node) if in_seq is None else ""
+                        what = f"its input `{argtext}`" if argtext and len(argtext) <= 40 else "its input"
+                    self.save(sv, st, SaveRecord(display, what, site, info.name))
+                    if sv.leaf:
+                        prov |= {(s, self.stamp, None) for s in sv.storages if s.leaf}
+        # 3. the result
+        out_rg = YES if any_rg and grad_on else NO
+        if mutated is not None:
+            res: Val = mutated.with_(rg=max(mutated.rg, out_rg) if grad_on else mutated.rg, prov=mutated.prov | prov)
+        elif out_t is not None:
+            res = out_t
+        elif (view_arg := info.view_of or (info.args[0] if info.multi_output_view and info.args else None)) \
+                and isinstance(bound.get(view_arg), T):
+            base = bound[view_arg]
+            assert isinstance(base, T)
+            if info.name in ("Tensor.detach", "torch.detach"):
+                return T(base.storages, rg=NO, origin="detach")
+            if info.multi_output_view:
+                view = "multi"
+            elif st.no_grad and base.rg >= MAYBE:
+                view = "nograd"
+            elif base.view in ("multi", "nograd"):
+                view = base.view
+            else:
+                view = "view"
+            vt = T(base.storages, rg=out_rg if grad_on else NO, leaf=base.leaf, view=view,
+                   view_op=f"{display}()" if info.multi_output_view else base.view_op or display,
+                   prov=prov, alias_of=base.alias_of, alias_site=base.alias_site, origin=display)
+            if info.multi_output_view:
+                return Seq(None, vt, "tuple")
+            res = vt
+        else:
+            # Ops that return tuples (topk, sort, max(dim), LSTM): unpacking yields their outputs, not views.
+            if only_maybe:
+                out_rg = max((v.rg for v in bound.values() if isinstance(v, T)), default=NO)
+            res = T(frozenset({Storage(display)}), rg=out_rg, prov=prov, origin=display,
+                    maybe_tuple=info.returns_tuple, maybe_tensor=only_maybe)
+            if only_maybe:
+                return res
+        if grad_on and any_rg and info.saves_output and info.output_saved(rgmap) and isinstance(res, T):
+            self.save(res, st, SaveRecord(display, "its output", site, info.name))
+        return res
+
+    def _first_tensor(self, info: OpInfo, bound: dict[str, Val]) -> Val:
+        for a in info.args:
+            v = bound.get(a)
+            if isinstance(v, T):
+                return v
+        return UNKNOWN
+
+    def _arg_node(self, n: ast.AST, info: OpInfo, name: str) -> ast.expr | None:
+        if not isinstance(n, ast.Call):
+            return None
+        for k in n.keywords:
+            if k.arg == name:
+                return k.value
+        names = list(info.args if info.kind == "module" else (info.params or info.args))
+        if info.kind == "method":
+            if name == "self" and isinstance(n.func, ast.Attribute):
+                return n.func.value
+            names = names[1:] if names and names[0] == "self" else names
+        if name in names:
+            i = names.index(name)
+            if i < len(n.args) and not isinstance(n.args[i], ast.Starred):
+                return n.args[i]
+        return None
+
+    def _arg_text(self, n: ast.AST, info: OpInfo, name: str, receiver_node: ast.AST | None) -> str:
+        if name == "self" and receiver_node is not None:
+            return self.text(receiver_node)
+        if isinstance(n, ast.BinOp):
+            return self.text(n.left if name == (info.args[0] if info.args else "self") else n.right)
+        if isinstance(n, ast.AugAssign):
+            return self.text(n.target)
+        node = self._arg_node(n, info, name)
+        return self.text(node) if node is not None else ""
+
+    # method calls -------------------------------------------------------------------
+    def call_method(self, m: Method, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State, fr: Frame) -> Val:
+        recv, name = m.recv, m.name
+        recv_node = n.func.value if isinstance(n.func, ast.Attribute) else None
+        if isinstance(recv, T):
+            if name == "backward":
+                self.backward(recv, kw, n, st)
+                return NONE
+            if name == "detach":
+                return T(recv.storages, rg=NO, origin="detach")
+            if name == "requires_grad_":
+                flag = pos[0] if pos else kw.get("requires_grad", Const(True))
+                if is_false(flag):
+                    return recv.with_(rg=NO, leaf=False)
+                leaf = recv.view is None and not recv.prov
+                storages = frozenset(Storage(f"made a leaf with requires_grad_() ({s.desc})", s.site, leaf=leaf)
+                                     for s in recv.storages) if leaf else recv.storages
+                return recv.with_(rg=YES, leaf=leaf, storages=storages)
+            if name in ("size", "dim", "numel", "item", "tolist", "stride", "data_ptr", "element_size", "nelement",
+                        "is_contiguous", "get_device", "numpy"):
+                return UNKNOWN_NUM
+            info = self.kb.get(f"Tensor.{name}")
+            if info is not None:
+                return self.apply(info, [recv, *pos], kw, n, st, fr, display=name, receiver_node=recv_node)
+            out = self._out_kw(kw, n, st, name)
+            return out if out is not None else UNKNOWN
+        if isinstance(recv, Obj):
+            return self.obj_method(recv, name, pos, kw, n, st, fr)
+        if isinstance(recv, Super):
+            return self.super_method(recv, name, pos, kw, n, st, fr)
+        if isinstance(recv, ClassV):
+            if name == "apply" and self._is_function_class(recv.info):
+                return self.autograd_apply(recv.info, pos, kw, n, st, fr)
+            return UNKNOWN
+        if isinstance(recv, Seq) and name in ("append", "extend", "insert") and isinstance(n.func, ast.Attribute):
+            new: Val
+            if name == "append" and pos:
+                new = Seq.of((*recv.items, pos[0]), recv.kind) if recv.items is not None else \
+                    Seq(None, join(recv.elem, pos[0]), recv.kind)
+            elif name == "extend" and pos:
+                other = pos[0]
+                if isinstance(other, Seq) and other.items is not None and recv.items is not None:
+                    new = Seq.of((*recv.items, *other.items), recv.kind)
+                else:
+                    new = Seq(None, join(recv.elem, self.elem(other, n)), recv.kind)
+            else:
+                new = Seq(None, join(recv.elem, pos[-1]) if pos else recv.elem, recv.kind)
+            self._rebind(n.func.value, new, st, fr)
+            return NONE
+        if isinstance(recv, Alt) and name in ("append", "extend") and isinstance(n.func, ast.Attribute) and pos:
+            alts = []
+            for s in recv.alts:
+                if name == "append":
+                    alts.append(Seq.of((*(s.items or ()), pos[0]), s.kind))
+                else:
+                    other = pos[0]
+                    alts.append(Seq.of((*(s.items or ()), *(other.items or ())), s.kind)
+                                if isinstance(other, Seq) and other.items is not None else Seq(None, s.elem))
+            nv: Val = alts[0]
+            for a in alts[1:]:
+                nv = join(nv, a)
+            self._rebind(n.func.value, nv, st, fr)
+            return NONE
+        if isinstance(recv, Seq) and name == "pop":
+            return recv.elem
+        if isinstance(recv, (Seq, Alt)) and name in ("index", "count"):
+            return UNKNOWN_NUM
+        if isinstance(recv, Ref):
+            return UNKNOWN
+        return UNKNOWN
+
+
+def _live(v: Val, depth: int = 0) -> bool:
+    """May ``v`` carry a tensor or an object a callee could change or keep?"""
+    if isinstance(v, (Const, UnknownT, Ref, Func, ClassV)):
+        return False
+    if isinstance(v, Seq) and depth < 3:
+        return any(_live(x, depth + 1) for x in (v.items if v.items is not None else (v.elem,)))
+    return True

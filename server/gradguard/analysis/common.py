@@ -1,0 +1,192 @@
+"""Shared pieces of the abstract interpreter: limits, operator tables, frames and small helpers on values."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any
+
+from gradguard.analysis.state import State
+from gradguard.analysis.values import (
+    MAYBE,
+    Alt,
+    Const,
+    FuncInfo,
+    Seq,
+    Storage,
+    T,
+    Val,
+)
+
+MAX_DEPTH = 6
+STANDALONE_DEPTH = 3  # a function analysed on its own inlines 3 levels of callees (they are analysed on their own too)
+BUDGET = 400_000  # abstract statement executions per file: analysis always terminates quickly
+
+BINOPS = {
+    ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv", ast.FloorDiv: "floordiv",
+    ast.Mod: "mod", ast.Pow: "pow", ast.MatMult: "matmul", ast.BitAnd: "and_", ast.BitOr: "or_",
+    ast.BitXor: "xor", ast.LShift: "lshift", ast.RShift: "rshift",
+}
+OPSYM = {
+    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**",
+    ast.MatMult: "@", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>",
+}
+NO_GRAD_CTX = ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad")
+ENABLE_GRAD_CTX = ("torch.enable_grad", "torch.autograd.enable_grad")
+AUTOCAST_CTX = ("torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast", "torch.cpu.amp.autocast")
+ALLOW_MUT_CTX = ("torch.autograd.graph.allow_mutation_on_saved_tensors",)
+CONTAINER_MODULES = {"torch.nn.Sequential": "sequential", "torch.nn.ModuleList": "modulelist",
+                     "torch.nn.ModuleDict": "moduledict", "torch.nn.ParameterList": "modulelist"}
+PARAMETER = ("torch.nn.Parameter", "torch.nn.parameter.Parameter")
+FUNCTION_BASES = ("torch.autograd.Function", "torch.autograd.function.Function")
+
+
+class Budget(Exception):
+    pass
+
+
+class Loop:
+    __slots__ = ("breaks", "carried", "continues", "node")
+
+    def __init__(self, carried: set[str], node: ast.AST):
+        self.node = node
+        self.carried = carried
+        self.breaks: list[State] = []
+        self.continues: list[State] = []
+
+
+class Frame:
+    __slots__ = ("cls", "depth", "func", "loops", "returns", "self_obj")
+
+    def __init__(self, func: FuncInfo | None, depth: int, self_obj: Val | None = None):
+        self.func = func
+        self.cls = func.cls if func else None
+        self.depth = depth
+        self.loops: list[Loop] = []
+        self.returns: list[tuple[Val, State]] = []
+        self.self_obj = self_obj
+
+
+def is_true(v: Val | None) -> bool:
+    return isinstance(v, Const) and v.known and v.value is True
+
+
+def is_false(v: Val | None) -> bool:
+    return isinstance(v, Const) and v.known and v.value is False
+
+
+def carried_names(body: list[ast.stmt]) -> set[str]:
+    """Names read in a loop body before being written in it (live-in) and written in it: loop-carried."""
+    written: set[str] = set()
+    live_in: set[str] = set()
+    for stmt in body:
+        loads: list[str] = []
+        stores: list[str] = []
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name):
+                (loads if isinstance(node.ctx, ast.Load) else stores).append(node.id)
+        if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
+            loads.append(stmt.target.id)
+        for name in loads:
+            if name not in written:
+                live_in.add(name)
+        written.update(stores)
+    return written & live_in
+
+
+
+
+NONDIFF_METHODS = ("item", "tolist", "numpy")
+
+
+NONDIFF_BUILTINS = ("builtins.print", "builtins.float", "builtins.int", "builtins.bool", "builtins.str",
+                     "builtins.format", "builtins.repr")
+
+
+GRAPH_MARKERS = (".backward(", "requires_grad", "Parameter(", "torch.optim", "autograd", "nn.Module", "forward(")
+
+
+INT_NAME = re.compile(r"(^|_)(ids|labels?|mask|masks|indices|index|idx|positions?)$")
+
+
+def annotated_tensor(ann: ast.expr | None) -> bool:
+    if ann is None:
+        return False
+    if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
+        return ann.value.split("[")[0].rsplit(".", 1)[-1] == "Tensor"
+    if isinstance(ann, ast.Subscript):  # Optional[Tensor], Union[Tensor, None] (not list[Tensor])
+        head = ann.value.attr if isinstance(ann.value, ast.Attribute) else getattr(ann.value, "id", "")
+        if head == "Optional":
+            return annotated_tensor(ann.slice)
+        if head == "Union" and isinstance(ann.slice, ast.Tuple):
+            return any(annotated_tensor(e) for e in ann.slice.elts)
+        return False
+    if isinstance(ann, ast.BinOp):  # Tensor | None
+        return annotated_tensor(ann.left) or annotated_tensor(ann.right)
+    name = ann.attr if isinstance(ann, ast.Attribute) else ann.id if isinstance(ann, ast.Name) else ""
+    return name == "Tensor"
+
+
+def reads_attr(value: ast.expr, target: ast.Attribute) -> bool:
+    want = ast.dump(target.value)
+    return any(isinstance(x, ast.Attribute) and x.attr == target.attr and ast.dump(x.value) == want
+               for x in ast.walk(value))
+
+
+def tensors_in(v: Val | None, depth: int = 0) -> list[T]:
+    if isinstance(v, T):
+        return [v]
+    if depth < 2 and isinstance(v, Seq) and v.items is not None:
+        out: list[T] = []
+        for x in v.items:
+            out.extend(tensors_in(x, depth + 1))
+        return out
+    return []
+
+
+def storages_of(v: Val, depth: int = 0) -> set[Storage]:
+    if isinstance(v, T):
+        return set(v.storages)
+    if depth < 3 and isinstance(v, Seq):
+        out: set[Storage] = set()
+        for x in (v.items if v.items is not None else (v.elem,)):
+            out |= storages_of(x, depth + 1)
+        return out
+    return set()
+
+
+def tensor_facts(v: Val, depth: int = 0, real_only: bool = False) -> tuple[bool, frozenset[Any]]:
+    """(may require grad, provenance) of a value that may be a tensor or a sequence of tensors."""
+    if isinstance(v, T):
+        if real_only and v.maybe_tensor:
+            return False, frozenset()
+        return v.rg >= MAYBE, v.prov
+    if depth < 3 and isinstance(v, (Seq, Alt)):
+        rg = False
+        prov: frozenset[Any] = frozenset()
+        seqs = v.alts if isinstance(v, Alt) else (v,)
+        for s in seqs:
+            for x in (s.items if s.items is not None else (s.elem,)):
+                r, p = tensor_facts(x, depth + 1, real_only)
+                rg = rg or r
+                prov |= p
+        return rg, prov
+    return False, frozenset()
+
+
+def fold(op: ast.operator, a: Any, b: Any) -> Any:
+    if isinstance(op, ast.Add):
+        return a + b
+    if isinstance(op, ast.Sub):
+        return a - b
+    if isinstance(op, ast.Mult):
+        return a * b
+    if isinstance(op, ast.Div):
+        return a / b
+    if isinstance(op, ast.FloorDiv):
+        return a // b
+    if isinstance(op, ast.Pow):
+        return a ** b if abs(b) < 64 else None
+    if isinstance(op, ast.Mod):
+        return a % b
+    return None

@@ -1,0 +1,302 @@
+"""The interpreter's core: per-file state, source positions, hazard reporting, saves, and name lookup.
+
+The layers above (statements, expressions, calls, nn modules, functions, training events) are mixins over
+:class:`AnalyzerCore`; the methods one layer calls on another are declared here so each layer type-checks alone.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from gradguard.analysis.common import (
+    BUDGET,
+    Frame,
+)
+from gradguard.analysis.hazards import Hazard, SaveRecord, Site
+from gradguard.analysis.namespace import ModuleCtx
+from gradguard.analysis.state import State, StepEvent
+from gradguard.analysis.values import (
+    MAYBE,
+    NO,
+    UNKNOWN_NUM,
+    YES,
+    ClassInfo,
+    Const,
+    FuncInfo,
+    Obj,
+    Ref,
+    Super,
+    T,
+    Val,
+    ordered,
+)
+from gradguard.knowledge import Knowledge, OpInfo, load
+
+if TYPE_CHECKING:
+    from gradguard.project.resolver import Project
+
+
+class AnalyzerCore:
+    def __init__(self, tree: ast.Module, source: str, path: str, kb: Knowledge | None = None,
+                 project: Project | None = None, file: str = ""):
+        self.tree = tree
+        self.path = path
+        self.kb = kb or load()
+        self.lines = source.splitlines()
+        self.project = project
+        self.file = file  # the checked file's absolute path when it is a real file ("" otherwise)
+        self.root = ModuleCtx("", self.lines)
+        self.mod = self.root  # the module whose code runs now (positions and text refer to it)
+        self.loaded: dict[str, ModuleCtx] = {}  # other modules this analysis reached, by absolute path
+        self.quiet = 0  # > 0 while other modules' top-level names are evaluated: no hazards, no inlining
+        self.epoch = 0  # bumped on every write to an existing object (attributes, entries, training flags)
+        self.backwards = 0  # backward() calls seen so far
+        self.summaries: dict[Any, Any] = {}  # call context -> Summary (or NOT_SUMMARISED): see .summaries
+        self.templates: dict[Any, Any] = {}  # constructor call context -> Template (or NOT_SUMMARISED)
+        self.hazards: dict[tuple[Any, ...], Hazard] = {}
+        self.stamp = 0
+        self.budget = BUDGET
+        self.active: list[FuncInfo] = []
+        self.functions: list[FuncInfo] = []
+        self.classes: list[ClassInfo] = []
+        self.default_instances: dict[int, Obj] = {}
+        self.loop_carried: dict[int, set[str]] = {}
+        self.cur_stmt: ast.stmt | None = None
+        self.active_loops: list[ast.AST] = []
+        self.alias_stmt: dict[Site, Site] = {}
+        self._graph_file: bool | None = None
+
+    @property
+    def globals(self) -> dict[str, Val]:
+        return self.root.env
+
+    @globals.setter
+    def globals(self, env: dict[str, Val]) -> None:
+        self.root.env = env
+
+    def _defaults(self, fi: FuncInfo) -> dict[str, Val]:
+        node = fi.node
+        out: dict[str, Val] = {}
+        a = node.args
+        pos = [*a.posonlyargs, *a.args]
+        for p, d in zip(pos[len(pos) - len(a.defaults):], a.defaults):
+            out[p.arg] = self.const_of(d)
+        for p, kd in zip(a.kwonlyargs, a.kw_defaults):
+            if kd is not None:
+                out[p.arg] = self.const_of(kd)
+        return out
+
+    def const_of(self, node: ast.expr) -> Val:
+        if isinstance(node, ast.Constant):
+            return Const(node.value)
+        return UNKNOWN_NUM
+
+    # ------------------------------------------------------------------ hazards
+    def site(self, node: Any) -> Site:
+        return Site.of(node, self.mod.path)
+
+    def text(self, node: ast.AST | None) -> str:
+        return self.mod.text(node)
+
+    def report(self, h: Hazard) -> None:
+        if self.quiet:
+            return
+        k = h.key()
+        if k not in self.hazards:
+            self.hazards[k] = h
+
+    def stmt_site(self) -> Site:
+        return Site.of(self.cur_stmt, self.mod.path) if self.cur_stmt is not None else Site(1, 0, 1, 1, self.mod.path)
+
+    def mutate(self, val: Val, st: State, *, form: str, node: ast.AST, op: str, target: str,
+               extra: tuple[tuple[str, Any], ...] = (), no_grad_op: bool = False,
+               site: Site | None = None, related: tuple[tuple[Site, str], ...] = ()) -> None:
+        if not isinstance(val, T):
+            return
+        site = site or self.site(node)
+        stmt = self.stmt_site()
+        grad_on = not (st.no_grad or no_grad_op)
+        if val.leaf and val.rg == YES and grad_on:
+            origin = next((s.desc for s in ordered(val.storages) if s.leaf and s.desc), "")
+            self.report(Hazard("leaf", form, site, stmt, op, target, related=related,
+                               extra=(*extra, ("leaf_origin", origin), ("is_view", val.view is not None))))
+            return
+        if val.view == "multi" and val.rg >= MAYBE and grad_on and not val.maybe_tensor:
+            self.report(Hazard("view_multi", form, site, stmt, op, target, related=related,
+                               extra=(*extra, ("view_op", val.view_op))))
+            return
+        if val.view == "nograd" and grad_on:
+            self.report(Hazard("view_nograd", form, site, stmt, op, target, related=related,
+                               extra=(*extra, ("view_op", val.view_op))))
+            return
+        saved = st.heap.saved
+        recs: list[SaveRecord] = []
+        for s in ordered(val.storages):
+            for r in saved.get(s, ()):
+                if r not in recs:
+                    recs.append(r)
+        param_update = st.no_grad and any(s.param_of is not None for s in val.storages)
+        if recs and not st.allow_mutation and not param_update:
+            ex = extra
+            if val.alias_of and form == "setitem" and val.alias_site is not None:
+                # `out = x; out[i] = v`: the alias is where a copy was meant; report there, point at the write.
+                ex = (*ex, ("alias_of", val.alias_of), ("alias_site", val.alias_site))
+                related = ((site, f"{op} into `{target}` modifies `{val.alias_of}` here"), *related)
+                site = self.alias_stmt.get(val.alias_site, site)
+            self.report(Hazard("saved", form, site, stmt, op, target, tuple(recs), related, ex))
+        for s in val.storages:
+            saved.pop(s, None)
+        owners = frozenset(s.param_of for s in val.storages if s.param_of is not None)
+        if owners and not st.allow_mutation:  # under allow_mutation_on_saved_tensors torch keeps a copy
+            st.heap.steps = (*st.heap.steps, StepEvent(self.stamp, owners, site, stmt, f"in-place update of `{target}`"))
+
+    def save(self, val: Val, st: State, rec: SaveRecord) -> None:
+        if not isinstance(val, T):
+            return
+        saved = st.heap.saved
+        for s in val.storages:
+            saved[s] = (*saved.get(s, ()), rec)
+
+    # ------------------------------------------------------------------ names & refs
+    def lookup(self, name: str, st: State, fr: Frame) -> Val:
+        v = st.env.get(name)
+        if v is not None:
+            return v
+        if fr.func is not None and fr.func.closure is not None:
+            v = fr.func.closure.get(name)
+            if v is not None:
+                return v
+        mod = fr.func.mod if fr.func is not None and fr.func.mod is not None else self.mod
+        v = self.module_get(mod, name)
+        if v is not None:
+            return v
+        return Ref("builtins." + name)
+
+    def qual_of(self, node: ast.expr, st: State, fr: Frame) -> str:
+        """Qualified name of a dotted expression without side effects ('' when not an import reference)."""
+        if isinstance(node, ast.Name):
+            v = self.lookup(node.id, st, fr)
+            return v.qual if isinstance(v, Ref) else ""
+        if isinstance(node, ast.Attribute):
+            base = self.qual_of(node.value, st, fr)
+            return f"{base}.{node.attr}" if base else ""
+        return ""
+
+    def canon(self, qual: str) -> str:
+        """Map aliases of torch names onto the table's names (torch.nn.modules.activation.ReLU -> torch.nn.ReLU)."""
+        if qual in self.kb:
+            return qual
+        if qual.startswith("torch.nn.modules.") or qual.startswith("torch.nn.functional."):
+            cand = "torch.nn." + qual.rsplit(".", 1)[-1]
+            if cand in self.kb:
+                return cand
+        if qual.startswith("torch.functional."):
+            cand = "torch." + qual.rsplit(".", 1)[-1]
+            if cand in self.kb:
+                return cand
+        if qual.startswith("torch.Tensor."):
+            cand = "Tensor." + qual[len("torch.Tensor."):]
+            if cand in self.kb:
+                return cand
+        if qual.startswith("torch.special.") or qual.startswith("torch.linalg."):
+            return qual
+        return qual
+
+    # ------------------------------------------------------------------ declared here, defined in a layer
+    def module_get(self, mod: ModuleCtx, name: str) -> Val | None:
+        raise NotImplementedError
+
+    def exec_stmt(self, s: ast.stmt, st: State, fr: Frame) -> State | None:
+        raise NotImplementedError
+
+    def _entries(self, pos: list[Val]) -> Val:
+        raise NotImplementedError
+
+    def _is_function_class(self, ci: ClassInfo) -> bool:
+        raise NotImplementedError
+
+    def _rebind(self, target: ast.expr, v: Val, st: State, fr: Frame) -> None:
+        raise NotImplementedError
+
+    def apply(self, info: OpInfo, pos: list[Val], kw: dict[str, Val], n: ast.AST, st: State, fr: Frame, *,
+              display: str, form: str = "", target_text: str = "", extra: tuple[tuple[str, Any], ...] = (),
+              module: Obj | None = None, in_seq: Obj | None = None, receiver_node: ast.AST | None = None) -> Val:
+        raise NotImplementedError
+
+    def assign(self, t: ast.expr, v: Val, st: State, fr: Frame, stmt: ast.stmt) -> None:
+        raise NotImplementedError
+
+    def autograd_apply(self, ci: ClassInfo, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State,
+                       fr: Frame) -> Val:
+        raise NotImplementedError
+
+    def backward(self, y: Val, kw: dict[str, Val], n: ast.AST, st: State) -> None:
+        raise NotImplementedError
+
+    def binop(self, a: Val, b: Val, op: ast.operator, n: ast.AST, st: State, fr: Frame) -> Val:
+        raise NotImplementedError
+
+    def call(self, fv: Val, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State, fr: Frame) -> Val:
+        raise NotImplementedError
+
+    def call_func(self, fi: FuncInfo, pos: list[Val], kw: dict[str, Val], st: State, fr: Frame,
+                  n: ast.AST | None) -> Val:
+        raise NotImplementedError
+
+    def call_obj(self, o: Obj, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State, fr: Frame,
+                 in_seq: Obj | None) -> Val:
+        raise NotImplementedError
+
+    def construct_module(self, info: OpInfo, pos: list[Val], kw: dict[str, Val], n: ast.AST) -> Obj:
+        raise NotImplementedError
+
+    def default_instance(self, cls: ClassInfo) -> Obj:
+        raise NotImplementedError
+
+    def elem(self, v: Val, node: ast.AST | None) -> Val:
+        raise NotImplementedError
+
+    def ev(self, node: ast.expr | None, st: State, fr: Frame) -> Val:
+        raise NotImplementedError
+
+    def ev_nograd(self, node: ast.expr, st: State, fr: Frame) -> Val:
+        raise NotImplementedError
+
+    def exec_block(self, stmts: Iterable[ast.stmt], st: State | None, fr: Frame, module: bool = False) -> State | None:
+        raise NotImplementedError
+
+    def getattr(self, base: Val, attr: str, n: ast.AST | None, st: State) -> Val:
+        raise NotImplementedError
+
+    def inline(self, fi: FuncInfo, pos: list[Val], kw: dict[str, Val], st: State, fr: Frame,
+               defaults_only: bool = False) -> Val:
+        raise NotImplementedError
+
+    def instantiate(self, ci: ClassInfo, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State,
+                    fr: Frame) -> Val:
+        raise NotImplementedError
+
+    def module_like(self, cls: ClassInfo) -> bool:
+        raise NotImplementedError
+
+    def module_param(self, obj: Obj, name: str) -> T:
+        raise NotImplementedError
+
+    def new_tensor(self, inputs: list[Val], st: State, desc: str, min_rg: int = NO) -> T:
+        raise NotImplementedError
+
+    def ng_only(self, fi: FuncInfo) -> bool:
+        raise NotImplementedError
+
+    def obj_method(self, o: Obj, name: str, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State,
+                   fr: Frame) -> Val:
+        raise NotImplementedError
+
+    def owners_of(self, v: Val) -> frozenset[Any]:
+        raise NotImplementedError
+
+    def super_method(self, sup: Super, name: str, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State,
+                     fr: Frame) -> Val:
+        raise NotImplementedError

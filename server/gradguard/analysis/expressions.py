@@ -1,0 +1,396 @@
+"""Expressions: names, literals, operators, subscripts (views), attributes, comprehensions, iteration."""
+
+from __future__ import annotations
+
+import ast
+
+from gradguard.analysis.common import (
+    BINOPS,
+    OPSYM,
+    Frame,
+    fold,
+    is_false,
+    is_true,
+)
+from gradguard.analysis.core import AnalyzerCore
+from gradguard.analysis.state import State
+from gradguard.analysis.values import (
+    MAYBE,
+    NO,
+    NONE,
+    UNKNOWN,
+    UNKNOWN_NUM,
+    YES,
+    Alt,
+    Bound,
+    ClassV,
+    Const,
+    Func,
+    FuncInfo,
+    Method,
+    ModV,
+    Obj,
+    Params,
+    Ref,
+    Seq,
+    Storage,
+    Super,
+    T,
+    Val,
+    fresh,
+    join,
+    owner_key,
+    seq_elem,
+)
+
+
+class Expressions(AnalyzerCore):
+    # ------------------------------------------------------------------ expressions
+    def ev(self, node: ast.expr | None, st: State, fr: Frame) -> Val:
+        if node is None:
+            return NONE
+        m = getattr(self, "e_" + node.__class__.__name__, None)
+        if m is None:
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.expr):
+                    self.ev(child, st, fr)
+            return UNKNOWN
+        return m(node, st, fr)  # type: ignore[no-any-return]
+
+    def e_Constant(self, n: ast.Constant, st: State, fr: Frame) -> Val:
+        return Const(n.value)
+
+    def e_Name(self, n: ast.Name, st: State, fr: Frame) -> Val:
+        return self.lookup(n.id, st, fr)
+
+    def e_Tuple(self, n: ast.Tuple | ast.List | ast.Set, st: State, fr: Frame) -> Val:
+        items: list[Val] = []
+        unknown_len = False
+        for e in n.elts:
+            if isinstance(e, ast.Starred):
+                v = self.ev(e.value, st, fr)
+                if isinstance(v, Seq) and v.items is not None:
+                    items.extend(v.items)
+                else:
+                    unknown_len = True
+                    items.append(self.elem(v, e))
+            else:
+                items.append(self.ev(e, st, fr))
+        kind = "tuple" if isinstance(n, ast.Tuple) else "list"
+        s = Seq.of(items, kind)
+        return Seq(None, s.elem, kind) if unknown_len else s
+
+    e_List = e_Tuple
+
+    e_Set = e_Tuple
+
+    def e_Dict(self, n: ast.Dict, st: State, fr: Frame) -> Val:
+        if len(n.keys) > 8:  # configuration tables: nothing autograd-relevant, costly to interpret
+            return UNKNOWN
+        vals = []
+        for k, v in zip(n.keys, n.values):
+            if k is not None:
+                self.ev(k, st, fr)
+            vals.append(self.ev(v, st, fr))
+        return Seq.of(vals, "dict")
+
+    def e_JoinedStr(self, n: ast.JoinedStr, st: State, fr: Frame) -> Val:
+        for v in n.values:
+            self.ev(v, st, fr)
+        return Const("", known=False)
+
+    def e_FormattedValue(self, n: ast.FormattedValue, st: State, fr: Frame) -> Val:
+        self.ev(n.value, st, fr)
+        return UNKNOWN_NUM
+
+    def e_Starred(self, n: ast.Starred, st: State, fr: Frame) -> Val:
+        return self.ev(n.value, st, fr)
+
+    def e_NamedExpr(self, n: ast.NamedExpr, st: State, fr: Frame) -> Val:
+        v = self.ev(n.value, st, fr)
+        if isinstance(n.target, ast.Name):
+            st.env[n.target.id] = v
+        return v
+
+    def e_Lambda(self, n: ast.Lambda, st: State, fr: Frame) -> Val:
+        return Func(FuncInfo(n, "<lambda>", closure=dict(st.env), mod=self.mod))
+
+    def e_IfExp(self, n: ast.IfExp, st: State, fr: Frame) -> Val:
+        test = self.ev(n.test, st, fr)
+        if is_true(test):
+            return self.ev(n.body, st, fr)
+        if is_false(test):
+            return self.ev(n.orelse, st, fr)
+        return join(self.ev(n.body, st, fr), self.ev(n.orelse, st, fr))
+
+    def e_BoolOp(self, n: ast.BoolOp, st: State, fr: Frame) -> Val:
+        out: Val | None = None
+        for v in n.values:
+            x = self.ev(v, st, fr)
+            out = x if out is None else join(out, x)
+        return out or UNKNOWN
+
+    def ev_nograd(self, node: ast.expr, st: State, fr: Frame) -> Val:
+        """Evaluate what only feeds a comparison or an index: no gradient flows back through it, so what its ops
+        save is never unpacked by backward."""
+        flag = st.no_grad
+        st.no_grad = True
+        try:
+            return self.ev(node, st, fr)
+        finally:
+            st.no_grad = flag
+
+    def e_Compare(self, n: ast.Compare, st: State, fr: Frame) -> Val:
+        vals = [self.ev_nograd(n.left, st, fr), *(self.ev_nograd(c, st, fr) for c in n.comparators)]
+        if any(isinstance(v, T) for v in vals):
+            return fresh("comparison", rg=NO)
+        return UNKNOWN_NUM
+
+    def e_UnaryOp(self, n: ast.UnaryOp, st: State, fr: Frame) -> Val:
+        v = self.ev(n.operand, st, fr)
+        if isinstance(v, T):
+            name = {ast.USub: "neg", ast.UAdd: "pos", ast.Invert: "invert", ast.Not: "not_"}.get(type(n.op), "neg")
+            if isinstance(n.op, ast.Not):
+                return UNKNOWN_NUM
+            info = self.kb.get(f"operator.{name}")
+            if info is not None:
+                return self.apply(info, [v], {}, n, st, fr, display=f"unary {name}")
+            return self.new_tensor([v], st, "neg")
+        if isinstance(v, Const) and v.known and isinstance(n.op, ast.Not):
+            return Const(not v.value)
+        if isinstance(v, Const) and v.known and isinstance(n.op, ast.USub) and isinstance(v.value, (int, float)):
+            return Const(-v.value)
+        return UNKNOWN_NUM
+
+    def e_BinOp(self, n: ast.BinOp, st: State, fr: Frame) -> Val:
+        a = self.ev(n.left, st, fr)
+        b = self.ev(n.right, st, fr)
+        return self.binop(a, b, n.op, n, st, fr)
+
+    def binop(self, a: Val, b: Val, op: ast.operator, n: ast.AST, st: State, fr: Frame) -> Val:
+        def real(v: Val) -> bool:
+            return isinstance(v, T) and not v.maybe_tensor
+
+        if isinstance(a, Seq) and isinstance(op, (ast.Mult, ast.Add)) and not real(b):
+            pass  # list arithmetic ([x] * n, a + b), below
+        elif isinstance(b, Seq) and isinstance(op, ast.Mult) and not real(a):
+            return Seq(None, b.elem, b.kind)  # n * [x]
+        elif isinstance(a, T) or isinstance(b, T):
+            name = BINOPS.get(type(op), "add")
+            info = self.kb.get(f"operator.{name}")
+            if info is not None:
+                return self.apply(info, [a, b], {}, n, st, fr, display=OPSYM.get(type(op), name))
+            return self.new_tensor([a, b], st, name)
+        if isinstance(a, Params) and isinstance(b, Params):
+            return Params(a.owners | b.owners)
+        if isinstance(a, Seq) and isinstance(b, Seq) and isinstance(op, ast.Add):
+            if a.items is not None and b.items is not None:
+                return Seq.of(a.items + b.items, a.kind)
+            return Seq(None, join(a.elem, b.elem), a.kind)
+        if isinstance(a, Seq) and isinstance(op, ast.Mult):
+            return Seq(None, a.elem, a.kind)  # [x] * n
+        if isinstance(a, Const) and isinstance(b, Const) and a.known and b.known:
+            try:
+                return Const(fold(op, a.value, b.value))
+            except Exception:
+                return UNKNOWN_NUM
+        return UNKNOWN_NUM
+
+    def e_Subscript(self, n: ast.Subscript, st: State, fr: Frame) -> Val:
+        base = self.ev(n.value, st, fr)
+        idx = self.ev_nograd(n.slice, st, fr) if not isinstance(n.slice, ast.Constant) else Const(n.slice.value)
+        if isinstance(base, T) and base.maybe_tensor:
+            return fresh("element", rg=base.rg, maybe_tensor=True)
+        if isinstance(base, T):
+            if self._advanced_index(n.slice, idx):
+                out = self.new_tensor([base], st, "index")
+                return out
+            view = "multi" if base.view == "multi" else ("nograd" if st.no_grad and base.rg >= MAYBE else (
+                "nograd" if base.view == "nograd" else "view"))
+            return T(base.storages, rg=NO if st.no_grad else base.rg, leaf=base.leaf, view=view,
+                     view_op=base.view_op or "indexing", maybe_tensor=base.maybe_tensor, prov=base.prov,
+                     alias_of=base.alias_of, alias_site=base.alias_site, origin="indexing")
+        if isinstance(base, Seq):
+            if base.items is not None and isinstance(idx, Const) and idx.known and isinstance(idx.value, int):
+                try:
+                    return base.items[idx.value]
+                except IndexError:
+                    return base.elem
+            if isinstance(n.slice, ast.Slice):
+                if base.items is not None and all(
+                        x is None or isinstance(x, ast.Constant) for x in (n.slice.lower, n.slice.upper, n.slice.step)):
+                    lo = n.slice.lower.value if isinstance(n.slice.lower, ast.Constant) else None
+                    hi = n.slice.upper.value if isinstance(n.slice.upper, ast.Constant) else None
+                    sp = n.slice.step.value if isinstance(n.slice.step, ast.Constant) else None
+                    try:
+                        return Seq.of(base.items[lo:hi:sp], base.kind)  # type: ignore[misc,index]
+                    except (TypeError, ValueError):
+                        pass
+                return Seq(None, base.elem, base.kind)
+            return base.elem
+        if isinstance(base, Alt):
+            return seq_elem(base)
+        if isinstance(base, Obj) and base.kind in ("sequential", "modulelist", "moduledict"):
+            if isinstance(n.slice, ast.Slice):
+                o = Obj("sequential", "torch.nn.Sequential")
+                o.entries = Seq(None, seq_elem(base.entries))
+                return o
+            ents = base.entries
+            if isinstance(ents, Seq) and ents.items is not None and isinstance(idx, Const) and idx.known \
+                    and isinstance(idx.value, int):
+                try:
+                    return ents.items[idx.value]
+                except IndexError:
+                    pass
+            return seq_elem(ents)
+        return UNKNOWN
+
+    def _advanced_index(self, sl: ast.expr, idx: Val) -> bool:
+        if isinstance(idx, T):
+            return True
+        if isinstance(sl, (ast.List, ast.ListComp)):
+            return True
+        if isinstance(sl, ast.Tuple):
+            return any(isinstance(e, (ast.List, ast.ListComp)) for e in sl.elts) or \
+                (isinstance(idx, Seq) and idx.items is not None and any(isinstance(x, T) for x in idx.items))
+        return False
+
+    def e_Slice(self, n: ast.Slice, st: State, fr: Frame) -> Val:
+        for x in (n.lower, n.upper, n.step):
+            if x is not None:
+                self.ev(x, st, fr)
+        return UNKNOWN_NUM
+
+    def e_Attribute(self, n: ast.Attribute, st: State, fr: Frame) -> Val:
+        base = self.ev(n.value, st, fr)
+        return self.getattr(base, n.attr, n, st)
+
+    def getattr(self, base: Val, attr: str, n: ast.AST | None, st: State) -> Val:
+        if isinstance(base, Ref):
+            return Ref(f"{base.qual}.{attr}")
+        if isinstance(base, ModV):
+            v = self.module_get(base.ctx, attr)
+            return v if v is not None else UNKNOWN
+        if isinstance(base, T):
+            if attr == "data":
+                return fresh("`.data`", rg=NO)
+            if attr in ("T", "mT", "H", "mH", "real", "imag"):
+                info = self.kb.get(f"Tensor.{attr}") or self.kb.get("Tensor.t")
+                return T(base.storages, rg=base.rg, leaf=base.leaf,
+                         view="multi" if base.view == "multi" else "view", view_op=attr, prov=base.prov) \
+                    if info is not None or attr in ("T", "mT") else UNKNOWN
+            if attr in ("grad",):
+                return fresh("`.grad`", rg=NO)
+            if attr in ("shape", "dtype", "device", "ndim", "requires_grad", "is_leaf", "grad_fn", "is_cuda"):
+                return UNKNOWN_NUM
+            return Method(base, attr, n)
+        if isinstance(base, Obj):
+            if attr in base.attrs:
+                return base.attrs[attr]
+            if base.kind == "torch":
+                if attr in ("weight", "bias") or attr.startswith("weight_") or attr.startswith("bias_"):
+                    return self.module_param(base, attr)
+                if attr == "training":
+                    return Const(base.training is not False) if base.training is not None else UNKNOWN_NUM
+                return Method(base, attr, n)
+            if base.kind == "local" and base.info is not None:
+                if attr == "training":
+                    return Const(base.training) if base.training is not None else UNKNOWN_NUM
+                fi = base.info.find_method(attr)
+                if fi is not None:
+                    if isinstance(fi.node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                            (isinstance(d, ast.Name) and d.id == "property") for d in fi.node.decorator_list):
+                        return self.call_func(fi, [base], {}, st, Frame(None, 1), n)
+                    if fi.is_static:
+                        return Func(fi)
+                    if fi.is_classmethod:
+                        return Bound(ClassV(base.info), fi)
+                    return Bound(base, fi)
+                ca = base.info.class_attr(attr)
+                if ca is not None:
+                    return ca
+                if attr in ("weight", "bias") and base.info.torch_bases():
+                    return self.module_param(base, attr)
+            return Method(base, attr, n)
+        if isinstance(base, ClassV):
+            fi = base.info.find_method(attr)
+            if fi is not None:
+                return Bound(base, fi) if fi.is_classmethod else Func(fi)
+            ca = base.info.class_attr(attr)
+            if ca is not None:
+                return ca
+            return Method(base, attr, n)
+        if isinstance(base, Super):
+            return Method(base, attr, n)
+        if isinstance(base, (Seq, Alt, Params)):
+            return Method(base, attr, n)
+        return UNKNOWN
+
+    def module_param(self, obj: Obj, name: str) -> T:
+        p = obj.params.get(name)
+        if p is None:
+            label = f"`{obj.qual.rsplit('.', 1)[-1]}.{name}`" if obj.qual else f"`{name}`"
+            s = Storage(f"{label} is a parameter", obj.ctor, leaf=True, param_of=obj)
+            p = T(frozenset({s}), rg=YES, leaf=True, origin=name)
+            obj.params[name] = p
+        return p
+
+    # comprehensions ---------------------------------------------------------
+    def _comp(self, n: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp, st: State, fr: Frame,
+              elt: ast.expr) -> Val:
+        inner = State(dict(st.env), st.heap, st.no_grad, st.autocast, st.allow_mutation)
+        for g in n.generators:
+            it = self.ev(g.iter, inner, fr)
+            self.assign(g.target, self.elem(it, g.iter), inner, fr, self.cur_stmt or ast.Pass())
+            for cond in g.ifs:
+                self.ev(cond, inner, fr)
+        v = self.ev(elt, inner, fr)
+        st.heap = inner.heap
+        return Seq(None, v, "list")
+
+    def e_ListComp(self, n: ast.ListComp, st: State, fr: Frame) -> Val:
+        return self._comp(n, st, fr, n.elt)
+
+    e_SetComp = e_ListComp
+
+    e_GeneratorExp = e_ListComp
+
+    def e_DictComp(self, n: ast.DictComp, st: State, fr: Frame) -> Val:
+        self._comp(n, st, fr, n.key)
+        return UNKNOWN
+
+    def e_Await(self, n: ast.Await, st: State, fr: Frame) -> Val:
+        self.ev(n.value, st, fr)
+        return UNKNOWN
+
+    e_Yield = e_Await
+
+    e_YieldFrom = e_Await
+
+    # iteration ----------------------------------------------------------------
+    def elem(self, v: Val, node: ast.AST | None) -> Val:
+        if isinstance(v, T):
+            if v.maybe_tuple:
+                return T(frozenset({Storage("element")}), rg=v.rg, prov=v.prov, maybe_tuple=True, origin="element")
+            if v.maybe_tensor:
+                return fresh("element", rg=v.rg, maybe_tensor=True)
+            return T(v.storages, rg=v.rg, leaf=v.leaf, view="multi", view_op="iterating a tensor (unbind)",
+                     prov=v.prov, origin="iteration")
+        if isinstance(v, (Seq, Alt)):
+            return seq_elem(v)
+        if isinstance(v, Obj) and v.kind in ("sequential", "modulelist", "moduledict"):
+            return seq_elem(v.entries)
+        if isinstance(v, Params):
+            return self.params_elem(v)
+        return UNKNOWN
+
+    def params_elem(self, p: Params) -> T:
+        storages = set()
+        for o in sorted(p.owners, key=owner_key):
+            if isinstance(o, Storage):
+                storages.add(o)
+            elif isinstance(o, Obj):
+                storages.add(Storage("a parameter from `.parameters()`", None, leaf=True, param_of=o))
+        if not storages:
+            storages.add(Storage("a parameter", None, leaf=True))
+        return T(frozenset(storages), rg=YES, leaf=True, origin="parameter")

@@ -1,0 +1,159 @@
+"""Imports: names from other modules of the project and from libraries, resolved through the project index.
+
+``import``/``from ... import`` bind what the imported module defines: its classes and functions (analysed with
+that module's own globals and source lines when called), its module-level instances, its submodules. What the
+project cannot resolve (torch itself, a module not on the search path, a compiled one) stays a reference by name,
+as before: torch names are understood through the knowledge table.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from gradguard.analysis.common import MAX_DEPTH, Frame
+from gradguard.analysis.core import AnalyzerCore
+from gradguard.analysis.namespace import ModuleCtx
+from gradguard.analysis.state import Heap, State
+from gradguard.analysis.values import UNKNOWN, ModV, Ref, Val
+from gradguard.project.resolver import Module
+
+
+class Imports(AnalyzerCore):
+    def s_Import(self, s: ast.Import, st: State, fr: Frame) -> State:
+        for a in s.names:
+            if a.asname:
+                st.env[a.asname] = self.module_value(a.name)
+            else:
+                top = a.name.split(".")[0]
+                st.env[top] = self.module_value(top)
+        return st
+
+    def s_ImportFrom(self, s: ast.ImportFrom, st: State, fr: Frame) -> State:
+        mod = self.from_module(s)
+        for a in s.names:
+            self.bind_from(s, a, mod, st)
+        return st
+
+    # ------------------------------------------------------------------ resolution
+    def importer(self) -> str:
+        """The absolute path of the module whose code runs now ("" when the checked text has no file)."""
+        return self.mod.path or self.file
+
+    def module_value(self, name: str) -> Val:
+        m = self.project.find_module(name, self.importer()) if self.project is not None else None
+        return ModV(self.ctx_of(m)) if m is not None else Ref(name)
+
+    def from_module(self, s: ast.ImportFrom) -> Module | None:
+        if self.project is None:
+            return None
+        if s.level:
+            return self.project.find_relative(self.importer(), s.level, s.module)
+        return self.project.find_module(s.module or "", self.importer())
+
+    def bind_from(self, s: ast.ImportFrom, a: ast.alias, mod: Module | None, st: State) -> None:
+        if a.name == "*":
+            if mod is not None:
+                self.mod.stars.append(self.ctx_of(mod))
+            return
+        name = a.asname or a.name
+        if mod is None:
+            st.env[name] = UNKNOWN if s.level else Ref(f"{s.module}.{a.name}" if s.module else a.name)
+            return
+        v = self.module_get(self.ctx_of(mod), a.name)
+        if v is None:
+            v = UNKNOWN if s.level else Ref(f"{s.module}.{a.name}")
+        st.env[name] = v
+
+    def ctx_of(self, m: Module) -> ModuleCtx:
+        if m.source is not None and self.file and m.source.path == self.file:
+            return self.root  # an import cycle back to the checked file
+        key = m.source.path if m.source is not None else (m.dirs[0] if m.dirs else m.name)
+        ctx = self.loaded.get(key)
+        if ctx is None:
+            ctx = ModuleCtx(m.source.path if m.source is not None else key,
+                            m.source.lines if m.source is not None else [], m)
+            self.loaded[key] = ctx
+        return ctx
+
+    # ------------------------------------------------------------------ names of other modules
+    def module_get(self, mod: ModuleCtx, name: str) -> Val | None:
+        """``mod.name``: evaluated on first use from the statements that bind it; None when ``mod`` has no such name."""
+        v = mod.env.get(name)
+        if v is not None:
+            return v
+        if name in mod.evaluating:
+            return UNKNOWN
+        if mod.is_root:
+            mod.evaluating.add(name)
+            try:
+                return self._from_stars(mod, name)
+            finally:
+                mod.evaluating.discard(name)
+        src = mod.source
+        bindings = src.bindings.get(name) if src is not None else None
+        mod.evaluating.add(name)
+        if not bindings:
+            try:
+                v = self._from_stars(mod, name) or self._submodule(mod, name)
+            finally:
+                mod.evaluating.discard(name)
+            if v is not None:
+                mod.env[name] = v
+            return v
+        saved = (self.mod, self.cur_stmt)
+        self.mod = mod
+        self.quiet += 1
+        st = State(mod.env, Heap())
+        fr = Frame(None, MAX_DEPTH - 2)
+        try:
+            for b in bindings:
+                if b.alias is not None:
+                    if isinstance(b.stmt, ast.ImportFrom):
+                        self.bind_from(b.stmt, b.alias, self.from_module(b.stmt), st)
+                    elif b.alias.asname:
+                        st.env[name] = self.module_value(b.alias.name)
+                    else:
+                        st.env[name] = self.module_value(b.alias.name.split(".")[0])
+                else:
+                    self.exec_stmt(b.stmt, st, fr)
+        finally:
+            self.mod, self.cur_stmt = saved
+            self.quiet -= 1
+            mod.evaluating.discard(name)
+        v = mod.env.get(name)
+        if v is None:
+            v = mod.env[name] = UNKNOWN
+        return v
+
+    def _from_stars(self, mod: ModuleCtx, name: str) -> Val | None:
+        if name.startswith("_"):
+            return None
+        stars = list(mod.stars)
+        src = mod.source
+        if src is not None and not mod.is_root:
+            for stmt in src.star_imports:
+                m = self.from_module(stmt) if mod is self.mod else self._from_module_of(mod, stmt)
+                if m is not None:
+                    stars.append(self.ctx_of(m))
+        for star in stars:
+            if star is mod:
+                continue
+            v = self.module_get(star, name)
+            if v is not None:
+                return v
+        return None
+
+    def _from_module_of(self, mod: ModuleCtx, stmt: ast.ImportFrom) -> Module | None:
+        saved = self.mod
+        self.mod = mod
+        try:
+            return self.from_module(stmt)
+        finally:
+            self.mod = saved
+
+    def _submodule(self, mod: ModuleCtx, name: str) -> Val | None:
+        m = mod.module
+        if self.project is None or m is None or not m.dirs:
+            return None
+        sub = self.project.submodule(m, name)
+        return ModV(self.ctx_of(sub)) if sub is not None else None

@@ -1,0 +1,389 @@
+"""Statements: assignment, control flow (branches, loops run twice, try, with-contexts), definitions, imports."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+from typing import Any
+
+from gradguard.analysis.common import (
+    ALLOW_MUT_CTX,
+    AUTOCAST_CTX,
+    BINOPS,
+    ENABLE_GRAD_CTX,
+    NO_GRAD_CTX,
+    OPSYM,
+    Budget,
+    Frame,
+    Loop,
+    carried_names,
+    is_false,
+    is_true,
+    reads_attr,
+)
+from gradguard.analysis.core import AnalyzerCore
+from gradguard.analysis.hazards import SaveRecord, Site
+from gradguard.analysis.state import State, join_states
+from gradguard.analysis.values import (
+    MAYBE,
+    NO,
+    NONE,
+    UNKNOWN,
+    YES,
+    ClassInfo,
+    ClassV,
+    Const,
+    Func,
+    FuncInfo,
+    Obj,
+    Seq,
+    T,
+    Val,
+    join,
+)
+
+
+class Statements(AnalyzerCore):
+    # ------------------------------------------------------------------ statements
+    def exec_block(self, stmts: Iterable[ast.stmt], st: State | None, fr: Frame, module: bool = False) -> State | None:
+        for s in stmts:
+            if st is None:
+                return None
+            st = self.exec_stmt(s, st, fr)
+            if module and st is not None:
+                self.globals = st.env
+        return st
+
+    def exec_stmt(self, s: ast.stmt, st: State, fr: Frame) -> State | None:
+        self.budget -= 1
+        if self.budget <= 0:
+            raise Budget()
+        self.stamp += 1
+        prev = self.cur_stmt
+        self.cur_stmt = s
+        try:
+            m = getattr(self, "s_" + s.__class__.__name__, None)
+            if m is None:
+                return st
+            return m(s, st, fr)  # type: ignore[no-any-return]
+        finally:
+            self.cur_stmt = prev
+
+    def s_Expr(self, s: ast.Expr, st: State, fr: Frame) -> State:
+        self.ev(s.value, st, fr)
+        return st
+
+    def s_Pass(self, s: ast.stmt, st: State, fr: Frame) -> State:
+        return st
+
+    def s_Assign(self, s: ast.Assign, st: State, fr: Frame) -> State:
+        v = self.ev(s.value, st, fr)
+        for t in s.targets:
+            self.assign(t, v, st, fr, s)
+        return st
+
+    def s_AnnAssign(self, s: ast.AnnAssign, st: State, fr: Frame) -> State:
+        if s.value is not None:
+            v = self.ev(s.value, st, fr)
+            self.assign(s.target, v, st, fr, s)
+        return st
+
+    def s_AugAssign(self, s: ast.AugAssign, st: State, fr: Frame) -> State:
+        rhs = self.ev(s.value, st, fr)
+        cur = self.ev(s.target, st, fr)
+        opname = BINOPS.get(type(s.op), "add")
+        sym = OPSYM.get(type(s.op), "+") + "="
+        if isinstance(cur, T) and not (isinstance(rhs, Seq)):
+            info = self.kb.get(f"operator.i{opname.rstrip('_')}") or self.kb.get(f"operator.i{opname}")
+            tgt = self.text(s.target)
+            extra = (("target_span", self.site(s.target)), ("value_span", self.site(s.value)),
+                     ("op", OPSYM.get(type(s.op), "+")))
+            if info is not None:
+                out = self.apply(info, [cur, rhs], {}, s, st, fr, display=sym, form="augassign", target_text=tgt,
+                                 extra=extra)
+            else:
+                self.mutate(cur, st, form="augassign", node=s, op=sym, target=tgt, extra=extra)
+                out = cur
+            if isinstance(s.target, ast.Name):
+                st.env[s.target.id] = out if isinstance(out, T) else cur
+            return st
+        # Python values: x = x op v
+        nv = self.binop(cur, rhs, s.op, s, st, fr)
+        if isinstance(s.target, (ast.Name, ast.Attribute)):
+            self.assign(s.target, nv, st, fr, s)
+        return st
+
+    def assign(self, t: ast.expr, v: Val, st: State, fr: Frame, stmt: ast.stmt) -> None:
+        if isinstance(t, ast.Name):
+            if isinstance(v, T) and fr.loops and t.id in fr.loops[-1].carried and v.prov \
+                    and isinstance(stmt, ast.Assign):
+                carry: tuple[Site, str, Site, object] = (self.site(stmt), t.id, self.site(stmt.value), fr.loops[-1].node)
+                v = v.with_(prov=frozenset((o, s, c or carry) for (o, s, c) in v.prov))
+            if isinstance(v, T) and isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name) \
+                    and fr.func is not None:
+                v = v.with_(alias_of=stmt.value.id, alias_site=self.site(stmt.value))
+                self.alias_stmt[self.site(stmt.value)] = self.site(stmt)
+            st.env[t.id] = v
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            elts = t.elts
+            star = next((i for i, e in enumerate(elts) if isinstance(e, ast.Starred)), None)
+            if isinstance(v, Seq) and v.items is not None and star is None and len(v.items) == len(elts):
+                for e, item in zip(elts, v.items):
+                    self.assign(e, item, st, fr, stmt)
+                return
+            for i, e in enumerate(elts):
+                if isinstance(e, ast.Starred):
+                    self.assign(e.value, Seq(None, self.elem(v, stmt), "list"), st, fr, stmt)
+                elif isinstance(v, Seq) and v.items is not None and star is None and i < len(v.items):
+                    self.assign(e, v.items[i], st, fr, stmt)
+                else:
+                    self.assign(e, self.elem(v, stmt), st, fr, stmt)
+        elif isinstance(t, ast.Attribute) and t.attr == "requires_grad":
+            cur = self.ev(t.value, st, fr)
+            if isinstance(cur, T) and isinstance(v, Const) and v.known:
+                new = cur.with_(rg=YES if v.value else NO)
+                if isinstance(t.value, ast.Name):
+                    st.env[t.value.id] = new
+                elif isinstance(t.value, ast.Attribute):
+                    owner = self.ev(t.value.value, st, fr)
+                    if isinstance(owner, Obj):
+                        self.epoch += 1
+                        if t.value.attr in owner.params:
+                            owner.params[t.value.attr] = new
+                        else:
+                            owner.attrs[t.value.attr] = new
+        elif isinstance(t, ast.Attribute):
+            obj = self.ev(t.value, st, fr)
+            if isinstance(obj, Obj):
+                if t.attr in ("data", "grad"):
+                    return
+                if isinstance(v, T) and v.prov and isinstance(stmt, ast.Assign) and reads_attr(stmt.value, t):
+                    # state kept on the module and fed back into the next call (self.h = cell(x, self.h))
+                    acarry: tuple[Site, str, Site, object] = (self.site(stmt), self.text(t), self.site(stmt.value),
+                                                              "attribute")
+                    v = v.with_(prov=frozenset((o, s_, c or acarry) for (o, s_, c) in v.prov))
+                self.epoch += 1
+                obj.attrs[t.attr] = v
+        elif isinstance(t, ast.Subscript):
+            base = self.ev(t.value, st, fr)
+            self.ev_nograd(t.slice, st, fr)
+            if isinstance(base, T) and not base.maybe_tensor:
+                info = self.kb.get("operator.setitem")
+                tgt = self.text(t.value)
+                extra = (("target_span", self.site(t)), ("base_span", self.site(t.value)))
+                self.mutate(base, st, form="setitem", node=t, op="item assignment", target=tgt, extra=extra)
+                if info is not None and not st.no_grad:
+                    rg = {"self": base.rg >= MAYBE, "value": isinstance(v, T) and v.rg >= MAYBE}
+                    for a in info.saved_args(rg):
+                        if a == "value" and isinstance(v, T):
+                            self.save(v, st, SaveRecord("item assignment", "the assigned value", self.site(stmt),
+                                                        info.name))
+            elif isinstance(base, Seq) and isinstance(t.value, ast.Name):
+                st.env[t.value.id] = join(base, Seq(None, v, base.kind)) if base.items is None else \
+                    Seq(base.items, join(base.elem, v), base.kind)
+        elif isinstance(t, ast.Starred):
+            self.assign(t.value, v, st, fr, stmt)
+
+    def s_Delete(self, s: ast.Delete, st: State, fr: Frame) -> State:
+        for t in s.targets:
+            if isinstance(t, ast.Name):
+                st.env.pop(t.id, None)
+        return st
+
+    def s_Return(self, s: ast.Return, st: State, fr: Frame) -> None:
+        v = self.ev(s.value, st, fr) if s.value is not None else NONE
+        fr.returns.append((v, st))
+        return None
+
+    def s_Raise(self, s: ast.Raise, st: State, fr: Frame) -> None:
+        if s.exc is not None:
+            self.ev(s.exc, st, fr)
+        return None
+
+    def s_Break(self, s: ast.Break, st: State, fr: Frame) -> None:
+        if fr.loops:
+            fr.loops[-1].breaks.append(st)
+        return None
+
+    def s_Continue(self, s: ast.Continue, st: State, fr: Frame) -> None:
+        if fr.loops:
+            fr.loops[-1].continues.append(st)
+        return None
+
+    def s_Assert(self, s: ast.Assert, st: State, fr: Frame) -> State:
+        self.ev(s.test, st, fr)
+        return st
+
+    def s_Global(self, s: ast.stmt, st: State, fr: Frame) -> State:
+        return st
+
+    s_Nonlocal = s_Global
+
+    def s_FunctionDef(self, s: ast.FunctionDef | ast.AsyncFunctionDef, st: State, fr: Frame) -> State:
+        fi = FuncInfo(s, s.name, cls=None, closure=dict(st.env) if fr.func is not None else None, mod=self.mod)
+        for d in s.decorator_list:
+            q = self.qual_of(d.func if isinstance(d, ast.Call) else d, st, fr)
+            if q in NO_GRAD_CTX:
+                fi.no_grad = True
+        st.env[s.name] = Func(fi)
+        if fr.func is None and fr.depth == 0 and self.mod.is_root:
+            self.functions.append(fi)
+        return st
+
+    s_AsyncFunctionDef = s_FunctionDef
+
+    def s_ClassDef(self, s: ast.ClassDef, st: State, fr: Frame) -> State:
+        ci = ClassInfo(s, s.name, bases=[self.ev(b, st, fr) for b in s.bases], mod=self.mod)
+        root = self.mod.is_root
+        for b in s.body:
+            if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                fi = FuncInfo(b, f"{s.name}.{b.name}", cls=ci, mod=self.mod)
+                for d in b.decorator_list:
+                    dn = d.id if isinstance(d, ast.Name) else (d.attr if isinstance(d, ast.Attribute) else "")
+                    if dn == "staticmethod":
+                        fi.is_static = True
+                    elif dn == "classmethod":
+                        fi.is_classmethod = True
+                    q = self.qual_of(d.func if isinstance(d, ast.Call) else d, st, fr)
+                    if q in NO_GRAD_CTX:
+                        fi.no_grad = True
+                ci.methods[b.name] = fi
+                if fr.depth == 0 and fr.func is None and root:
+                    self.functions.append(fi)
+            elif isinstance(b, ast.Assign):
+                for t in b.targets:
+                    if isinstance(t, ast.Name):
+                        ci.attrs[t.id] = self.const_of(b.value) if isinstance(b.value, ast.Constant) else UNKNOWN
+        st.env[s.name] = ClassV(ci)
+        if root:
+            self.classes.append(ci)
+        return st
+
+    def s_If(self, s: ast.If, st: State, fr: Frame) -> State | None:
+        test = self.ev(s.test, st, fr)
+        if is_true(test):
+            return self.exec_block(s.body, st, fr)
+        if is_false(test) or (isinstance(test, Const) and test.known and test.value is None):
+            return self.exec_block(s.orelse, st, fr)
+        a = self.exec_block(s.body, st.branch(), fr)
+        b = self.exec_block(s.orelse, st, fr) if s.orelse else st
+        return join_states(a, b)
+
+    def _loop(self, node: ast.For | ast.AsyncFor | ast.While, st: State, fr: Frame, bind: Any) -> State | None:
+        carried = self.loop_carried.get(id(node))
+        if carried is None:
+            carried = carried_names(node.body)
+            self.loop_carried[id(node)] = carried
+        loop = Loop(carried, node)
+        fr.loops.append(loop)
+        self.active_loops.append(node)
+        try:
+            entry = st.branch()
+            cur: State | None = entry
+            exits: State | None = st
+            for _ in range(2):
+                if cur is None:
+                    break
+                body_in = cur.branch()
+                bind(body_in)
+                out = self.exec_block(node.body, body_in, fr)
+                for c in loop.continues:
+                    out = join_states(out, c)
+                loop.continues.clear()
+                exits = join_states(exits, out)
+                cur = out  # the next iteration sees this one's state
+        finally:
+            fr.loops.pop()
+            self.active_loops.pop()
+        for b in loop.breaks:
+            exits = join_states(exits, b)
+        if node.orelse and exits is not None:
+            exits = self.exec_block(node.orelse, exits, fr)
+        return exits
+
+    def s_For(self, s: ast.For | ast.AsyncFor, st: State, fr: Frame) -> State | None:
+        it = self.ev(s.iter, st, fr)
+        el = self.elem(it, s.iter)
+
+        def bind(state: State) -> None:
+            self.assign(s.target, el, state, fr, s)
+
+        return self._loop(s, st, fr, bind)
+
+    s_AsyncFor = s_For
+
+    def s_While(self, s: ast.While, st: State, fr: Frame) -> State | None:
+        self.ev(s.test, st, fr)
+        return self._loop(s, st, fr, lambda state: self.ev(s.test, state, fr))
+
+    def s_With(self, s: ast.With | ast.AsyncWith, st: State, fr: Frame) -> State | None:
+        saved_flags = (st.no_grad, st.autocast, st.allow_mutation)
+        for item in s.items:
+            q = self.qual_of(item.context_expr.func if isinstance(item.context_expr, ast.Call) else item.context_expr,
+                             st, fr)
+            if q in NO_GRAD_CTX:
+                st.no_grad = True
+            elif q in ENABLE_GRAD_CTX:
+                st.no_grad = False
+            elif q == "torch.set_grad_enabled" and isinstance(item.context_expr, ast.Call) and item.context_expr.args:
+                flag = self.ev(item.context_expr.args[0], st, fr)
+                if is_false(flag):
+                    st.no_grad = True
+                elif is_true(flag):
+                    st.no_grad = False
+            elif q in AUTOCAST_CTX:
+                enabled = next((k.value for k in item.context_expr.keywords if k.arg == "enabled"), None) \
+                    if isinstance(item.context_expr, ast.Call) else None
+                if enabled is None or not (isinstance(enabled, ast.Constant) and enabled.value is False):
+                    st.autocast = True
+            elif q in ALLOW_MUT_CTX:
+                st.allow_mutation = True
+            else:
+                v = self.ev(item.context_expr, st, fr)
+                if item.optional_vars is not None:
+                    self.assign(item.optional_vars, UNKNOWN if not isinstance(v, T) else v, st, fr, s)
+        out = self.exec_block(s.body, st, fr)
+        if out is not None:
+            out.no_grad, out.autocast, out.allow_mutation = saved_flags
+        # paths that returned inside keep their flags only for their own returns
+        return out
+
+    s_AsyncWith = s_With
+
+    def s_Try(self, s: ast.Try, st: State, fr: Frame) -> State | None:
+        start = st.branch()
+        body = self.exec_block(s.body, st, fr)
+        if body is not None and s.orelse:
+            body = self.exec_block(s.orelse, body, fr)
+        out = body
+        for h in s.handlers:
+            hs = join_states(start.branch(), body.branch() if body is not None else None)
+            if hs is None:
+                continue
+            if h.name:
+                hs.env[h.name] = UNKNOWN
+            out = join_states(out, self.exec_block(h.body, hs, fr))
+        if s.finalbody:
+            if out is None:
+                self.exec_block(s.finalbody, start.branch(), fr)
+                return None
+            out = self.exec_block(s.finalbody, out, fr)
+        return out
+
+    s_TryStar = s_Try
+
+    def s_Match(self, s: Any, st: State, fr: Frame) -> State | None:
+        self.ev(s.subject, st, fr)
+        out: State | None = None
+        for case in s.cases:
+            out = join_states(out, self.exec_block(case.body, st.branch(), fr))
+        return join_states(out, st)
+
+    def _rebind(self, target: ast.expr, v: Val, st: State, fr: Frame) -> None:
+        if isinstance(target, ast.Name):
+            st.env[target.id] = v
+        elif isinstance(target, ast.Attribute):
+            obj = self.ev(target.value, st, fr)
+            if isinstance(obj, Obj):
+                self.epoch += 1
+                obj.attrs[target.attr] = v

@@ -1,0 +1,51 @@
+"""Training-loop events: ``backward()`` through a graph whose parameters an optimizer step changed (GG201/GG202)."""
+
+from __future__ import annotations
+
+import ast
+
+from gradguard.analysis.common import (
+    is_true,
+)
+from gradguard.analysis.core import AnalyzerCore
+from gradguard.analysis.hazards import Hazard
+from gradguard.analysis.state import State
+from gradguard.analysis.values import (
+    T,
+    Val,
+    owner_key,
+)
+
+
+class Training(AnalyzerCore):
+    # backward -------------------------------------------------------------------------
+    def backward(self, y: Val, kw: dict[str, Val], n: ast.AST, st: State) -> None:
+        if not isinstance(y, T):
+            return
+        self.backwards += 1
+        heap = st.heap
+        retain = is_true(kw.get("retain_graph")) or is_true(kw.get("create_graph"))
+        for owner, stamp, carry in sorted(y.prov, key=lambda p: (p[1], p[2] is None, owner_key(p[0]))):
+            if (owner, stamp) in heap.freed:
+                continue
+            ev = next((e for e in heap.steps if owner in e.owners and e.stamp > stamp), None)
+            if ev is None:
+                continue
+            bw_stmt = self.stmt_site()
+            if carry is not None and (carry[3] in self.active_loops or (carry[3] == "attribute" and self.active_loops)):
+                csite, cname, vsite, _loop = carry
+                # The in-place op is the step; the fix (.detach()) goes where the state is carried.
+                self.report(Hazard("carry", "carry", ev.site, ev.stmt, ev.op, cname,
+                                   related=((csite, f"`{cname}` carries the previous iteration's graph here"),
+                                            (bw_stmt, "backward reaches the previous iteration's graph here")),
+                                   extra=(("value_span", vsite), ("carry_stmt_span", csite),
+                                          ("step_line", ev.site.line), ("backward_line", bw_stmt.line))))
+            else:
+                self.report(Hazard("step", "step", ev.site, ev.stmt, ev.op, "",
+                                   related=((bw_stmt, "this backward goes through the graph built before the step"),),
+                                   extra=(("step_stmt_span", ev.stmt), ("backward_line", bw_stmt.line),
+                                          ("backward_stmt_span", bw_stmt))))
+            break
+        if not retain:
+            heap.freed = heap.freed | {(o, s) for (o, s, _c) in y.prov}
+            heap.saved = {}
