@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from gradguard.analysis.common import (
     BUDGET,
+    FOREIGN_MODULE_LEVEL,
     Frame,
 )
 from gradguard.analysis.hazards import Hazard, SaveRecord, Site
@@ -51,10 +52,12 @@ class AnalyzerCore:
         self.mod = self.root  # the module whose code runs now (positions and text refer to it)
         self.loaded: dict[str, ModuleCtx] = {}  # other modules this analysis reached, by absolute path
         self.quiet = 0  # > 0 while other modules' top-level names are evaluated: no hazards, no inlining
-        self.epoch = 0  # bumped on every write to an existing object (attributes, entries, training flags)
+        self.foreign_used = 0  # statements run in other modules' code (see Functions.affordable)
+        self.foreign_limit = FOREIGN_MODULE_LEVEL
+        self.entry: tuple[Site, Site] | None = None  # the checked file's call (site, statement) into another module
+        self.recording: list[list[Any]] = []  # [marker, pure] of the calls being summarised, outermost first
         self.backwards = 0  # backward() calls seen so far
         self.summaries: dict[Any, Any] = {}  # call context -> Summary (or NOT_SUMMARISED): see .summaries
-        self.templates: dict[Any, Any] = {}  # constructor call context -> Template (or NOT_SUMMARISED)
         self.hazards: dict[tuple[Any, ...], Hazard] = {}
         self.stamp = 0
         self.budget = BUDGET
@@ -62,7 +65,6 @@ class AnalyzerCore:
         self.functions: list[FuncInfo] = []
         self.classes: list[ClassInfo] = []
         self.default_instances: dict[int, Obj] = {}
-        self.loop_carried: dict[int, set[str]] = {}
         self.cur_stmt: ast.stmt | None = None
         self.active_loops: list[ast.AST] = []
         self.alias_stmt: dict[Site, Site] = {}
@@ -107,6 +109,20 @@ class AnalyzerCore:
         if k not in self.hazards:
             self.hazards[k] = h
 
+    def step_event(self, owners: frozenset[Any], site: Site, stmt: Site, op: str) -> StepEvent:
+        """A step made here; inside another module's function called from the checked file, it is reported at
+        that call (the helper is fine, the order in this file is not) and points into the helper."""
+        if self.entry is not None and site.path != "":
+            return StepEvent(self.stamp, owners, self.entry[0], self.entry[1], op, site)
+        return StepEvent(self.stamp, owners, site, stmt, op)
+
+    def touched(self, o: Obj) -> None:
+        """``o`` is written (an attribute, an entry, its training flag): a call in progress that did not create
+        it has an effect beyond its arguments and result, and is not summarised."""
+        for rec in self.recording:
+            if o.oid <= rec[0]:
+                rec[1] = False
+
     def stmt_site(self) -> Site:
         return Site.of(self.cur_stmt, self.mod.path) if self.cur_stmt is not None else Site(1, 0, 1, 1, self.mod.path)
 
@@ -150,7 +166,7 @@ class AnalyzerCore:
             saved.pop(s, None)
         owners = frozenset(s.param_of for s in val.storages if s.param_of is not None)
         if owners and not st.allow_mutation:  # under allow_mutation_on_saved_tensors torch keeps a copy
-            st.heap.steps = (*st.heap.steps, StepEvent(self.stamp, owners, site, stmt, f"in-place update of `{target}`"))
+            st.heap.steps = (*st.heap.steps, self.step_event(owners, site, stmt, f"in-place update of `{target}`"))
 
     def save(self, val: Val, st: State, rec: SaveRecord) -> None:
         if not isinstance(val, T):
@@ -209,6 +225,9 @@ class AnalyzerCore:
         raise NotImplementedError
 
     def exec_stmt(self, s: ast.stmt, st: State, fr: Frame) -> State | None:
+        raise NotImplementedError
+
+    def affordable(self, fi: FuncInfo) -> bool:
         raise NotImplementedError
 
     def _entries(self, pos: list[Val]) -> Val:

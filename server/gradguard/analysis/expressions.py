@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from typing import Any
 
 from gradguard.analysis.common import (
     BINOPS,
@@ -43,19 +44,26 @@ from gradguard.analysis.values import (
     seq_elem,
 )
 
+_EXPR: dict[type, Any] = {}  # node class -> handler (an ``e_*`` method): dispatch without building names
+
+
+def _ev_children(self: Expressions, node: ast.expr, st: State, fr: Frame) -> Val:
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.expr):
+            self.ev(child, st, fr)
+    return UNKNOWN
+
 
 class Expressions(AnalyzerCore):
     # ------------------------------------------------------------------ expressions
     def ev(self, node: ast.expr | None, st: State, fr: Frame) -> Val:
         if node is None:
             return NONE
-        m = getattr(self, "e_" + node.__class__.__name__, None)
+        cls = node.__class__
+        m = _EXPR.get(cls)
         if m is None:
-            for child in ast.iter_child_nodes(node):
-                if isinstance(child, ast.expr):
-                    self.ev(child, st, fr)
-            return UNKNOWN
-        return m(node, st, fr)  # type: ignore[no-any-return]
+            m = _EXPR[cls] = getattr(type(self), "e_" + cls.__name__, _ev_children)
+        return m(self, node, st, fr)  # type: ignore[no-any-return]
 
     def e_Constant(self, n: ast.Constant, st: State, fr: Frame) -> Val:
         return Const(n.value)

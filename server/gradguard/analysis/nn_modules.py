@@ -13,19 +13,21 @@ from gradguard.analysis.common import (
     is_true,
 )
 from gradguard.analysis.hazards import SaveRecord
-from gradguard.analysis.state import Heap, State, StepEvent
-from gradguard.analysis.summaries import NOT_SUMMARISED, Template, Templates, marker
+from gradguard.analysis.state import Heap, State
+from gradguard.analysis.summaries import Summaries, Summary, fkey_class
 from gradguard.analysis.values import (
     MAYBE,
     NO,
     NONE,
     UNKNOWN,
+    UNKNOWN_NUM,
     YES,
     Alt,
     Bound,
     ClassInfo,
     Const,
     Func,
+    FuncInfo,
     Obj,
     Params,
     Ref,
@@ -39,7 +41,7 @@ from gradguard.analysis.values import (
 from gradguard.knowledge import OpInfo
 
 
-class NNModules(Templates):
+class NNModules(Summaries):
     def module_like(self, cls: ClassInfo) -> bool:
         """An nn.Module (or autograd.Function): a torch base, or a `forward` of its own or of a local base."""
         for c in cls.mro():
@@ -131,11 +133,10 @@ class NNModules(Templates):
                 owners = o.cfg.get("owners")
                 own = owners.owners if isinstance(owners, Params) else frozenset()
                 stmt = self.stmt_site()
-                st.heap.steps = (*st.heap.steps, StepEvent(self.stamp, own, self.site(n), stmt,
-                                                           f"{self.text(n.func)}()"))
+                st.heap.steps = (*st.heap.steps, self.step_event(own, self.site(n), stmt, f"{self.text(n.func)}()"))
             return NONE
         if o.kind == "ctx":
-            self.epoch += 1
+            self.touched(o)
             if name == "save_for_backward":
                 o.attrs.setdefault("__saved__", Seq((), UNKNOWN))
                 cur = o.attrs["__saved__"]
@@ -146,9 +147,9 @@ class NNModules(Templates):
             flag = True if name == "train" else False
             if name == "train" and pos and isinstance(pos[0], Const) and pos[0].known:
                 flag = bool(pos[0].value)
-            self.epoch += 1
             for x in self.reach(o):
                 if isinstance(x, Obj):
+                    self.touched(x)
                     x.training = flag
             return o
         if name in ("parameters", "named_parameters", "modules", "children"):
@@ -158,7 +159,7 @@ class NNModules(Templates):
         if name == "forward":
             return self.call_obj(o, pos, kw, n, st, fr, in_seq=None)
         if name in ("register_buffer", "register_parameter", "add_module", "append", "extend", "insert"):
-            self.epoch += 1
+            self.touched(o)
         if name == "register_buffer" and len(pos) >= 2 and isinstance(pos[0], Const):
             o.attrs[str(pos[0].value)] = pos[1]
             return NONE
@@ -244,6 +245,14 @@ class NNModules(Templates):
 
     def call_obj(self, o: Obj, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State, fr: Frame,
                  in_seq: Obj | None) -> Val:
+        if o.kind == "wrapper":  # DataParallel(model)(x) is model(x)
+            return self.call(o.attrs.get("module", UNKNOWN), pos, kw, n, st, fr)
+        if o.kind == "library" and pos:  # einops layers: Rearrange is a view, Reduce/EinMix make new tensors
+            kind = o.cfg.get("kind")
+            info = self.kb.get("torch.reshape")
+            if isinstance(kind, Const) and kind.value == "view" and info is not None:
+                return self.apply(info, [pos[0], UNKNOWN_NUM], {}, n, st, fr, display=o.qual.rsplit(".", 1)[-1])
+            return self.new_tensor([pos[0]], st, o.qual.rsplit(".", 1)[-1], min_rg=NO)
         if o.kind == "torch":
             info = self.kb.get(o.qual)
             if info is None:
@@ -307,31 +316,29 @@ class NNModules(Templates):
                     fr: Frame) -> Val:
         if self._is_function_class(ci):
             return UNKNOWN
-        # A class constructed again with arguments of the same shape: copy what its constructor built last time.
         init = ci.find_method("__init__")
-        key = ("new", id(ci), self.call_key(init, pos, kw, st)) if init is not None and not self.quiet else None
-        tpl = self.templates.get(key) if key is not None else None
-        if isinstance(tpl, Template):
-            o = self.from_template(tpl, pos, kw, st)
-            o.ctor = self.site(n)
-            return o
-        mark, backwards, steps = marker(), self.backwards, st.heap.steps
-        before = dict(st.heap.saved) if key is not None else {}
-        tb = ci.torch_bases()
+        args_key = self.call_key(init, pos, kw, st) if init is not None else None
+        key = ("new", fkey_class(ci), args_key) if args_key is not None else None
+        if init is not None and not self.affordable(init) and not isinstance(self.summaries.get(key), Summary):
+            bare = Obj("local", ci.name, ci)  # a constructor in another module, beyond the budget: contents unknown
+            bare.training, bare.ctor = True, self.site(n)
+            return bare
+        o = self.summarised(key, pos, kw, st, lambda: self._construct(ci, init, pos, kw, n, st, fr))
+        if isinstance(o, Obj):
+            o.ctor = self.site(n)  # a replayed construction is a copy: it was made here
+        return o
+
+    def _construct(self, ci: ClassInfo, init: FuncInfo | None, pos: list[Val], kw: dict[str, Val], n: ast.Call,
+                   st: State, fr: Frame) -> Obj:
         o = Obj("local", ci.name, ci)
         o.training = True
         o.ctor = self.site(n)
         if init is not None:
             self.call_func(init, [o, *pos], kw, st, fr, n)
-        elif "torch.nn.Sequential" in tb:
+        elif "torch.nn.Sequential" in ci.torch_bases():
             o.entries = self._entries(pos)
         else:
             self.init_torch_base(o, ci, pos, kw, n)
-        if key is not None and tpl is None:
-            made = None
-            if self.backwards == backwards:
-                made = self.make_template(o, mark, pos, kw, before, st, steps)
-            self.templates[key] = made if made is not None else NOT_SUMMARISED
         return o
 
     # subclasses of torch modules (class MyConv(nn.Conv3d)) ------------------------------------------------

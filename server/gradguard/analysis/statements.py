@@ -42,6 +42,12 @@ from gradguard.analysis.values import (
     join,
 )
 
+_STMT: dict[type, Any] = {}  # node class -> handler (an ``s_*`` method)
+
+
+def _skip(self: Statements, s: ast.stmt, st: State, fr: Frame) -> State:
+    return st
+
 
 class Statements(AnalyzerCore):
     # ------------------------------------------------------------------ statements
@@ -58,14 +64,17 @@ class Statements(AnalyzerCore):
         self.budget -= 1
         if self.budget <= 0:
             raise Budget()
+        if self.mod is not self.root:
+            self.foreign_used += 1
         self.stamp += 1
         prev = self.cur_stmt
         self.cur_stmt = s
         try:
-            m = getattr(self, "s_" + s.__class__.__name__, None)
+            cls = s.__class__
+            m = _STMT.get(cls)
             if m is None:
-                return st
-            return m(s, st, fr)  # type: ignore[no-any-return]
+                m = _STMT[cls] = getattr(type(self), "s_" + cls.__name__, _skip)
+            return m(self, s, st, fr)  # type: ignore[no-any-return]
         finally:
             self.cur_stmt = prev
 
@@ -147,7 +156,7 @@ class Statements(AnalyzerCore):
                 elif isinstance(t.value, ast.Attribute):
                     owner = self.ev(t.value.value, st, fr)
                     if isinstance(owner, Obj):
-                        self.epoch += 1
+                        self.touched(owner)
                         if t.value.attr in owner.params:
                             owner.params[t.value.attr] = new
                         else:
@@ -162,7 +171,7 @@ class Statements(AnalyzerCore):
                     acarry: tuple[Site, str, Site, object] = (self.site(stmt), self.text(t), self.site(stmt.value),
                                                               "attribute")
                     v = v.with_(prov=frozenset((o, s_, c or acarry) for (o, s_, c) in v.prov))
-                self.epoch += 1
+                self.touched(obj)
                 obj.attrs[t.attr] = v
         elif isinstance(t, ast.Subscript):
             base = self.ev(t.value, st, fr)
@@ -270,10 +279,10 @@ class Statements(AnalyzerCore):
         return join_states(a, b)
 
     def _loop(self, node: ast.For | ast.AsyncFor | ast.While, st: State, fr: Frame, bind: Any) -> State | None:
-        carried = self.loop_carried.get(id(node))
+        carried: set[str] | None = getattr(node, "_gg_carried", None)
         if carried is None:
             carried = carried_names(node.body)
-            self.loop_carried[id(node)] = carried
+            node._gg_carried = carried  # type: ignore[union-attr]  # cached on the tree it describes
         loop = Loop(carried, node)
         fr.loops.append(loop)
         self.active_loops.append(node)
@@ -385,5 +394,5 @@ class Statements(AnalyzerCore):
         elif isinstance(target, ast.Attribute):
             obj = self.ev(target.value, st, fr)
             if isinstance(obj, Obj):
-                self.epoch += 1
+                self.touched(obj)
                 obj.attrs[target.attr] = v

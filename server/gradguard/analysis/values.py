@@ -267,6 +267,15 @@ class Params(Val):
 
 
 @dataclass(frozen=True, eq=False)
+class Partial(Val):
+    """``functools.partial(func, *args, **kw)``."""
+
+    func: Val
+    args: tuple[Val, ...] = ()
+    kw: tuple[tuple[str, Val], ...] = ()
+
+
+@dataclass(frozen=True, eq=False)
 class ModV(Val):
     """An imported module of the project or a library (``import models``, ``from . import blocks``)."""
 
