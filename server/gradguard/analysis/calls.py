@@ -278,6 +278,10 @@ class Calls(AnalyzerCore):
             for v in pos:
                 tensors.extend(tensors_in(v) if isinstance(v, Seq) else [v])
             return self.new_tensor(tensors, st, raw.rsplit(".", 1)[-1])
+        if qual.startswith(L.DISTRIBUTIONS_PREFIX) and qual.rsplit(".", 1)[-1][:1].isupper():
+            d = Obj("dist", qual)
+            d.cfg["args"] = Seq.of([*pos, *kw.values()], "tuple")
+            return d
         kind = L.LIBRARY_MODULES.get(qual)
         if kind is not None:
             o = Obj("library", qual)
@@ -405,6 +409,12 @@ class Calls(AnalyzerCore):
             prov |= pr
         any_rg = any(rgmap.values())
         grad_on = not st.no_grad and not info.no_grad
+        if grad_on and prov and self.active_loops and st.heap.steps:
+            for (o, stamp, c) in prov:
+                if c is not None and c[0] not in self.carry_use and any(
+                        e.stamp > stamp and o in e.owners for e in st.heap.steps):
+                    # the first op that builds on a value carried over a step from the previous iteration
+                    self.carry_use[c[0]] = (self.site(n), display)
         if module is not None and grad_on:
             prov = prov | {(module, self.stamp, None)}
         # 1. in-place writes
@@ -459,11 +469,12 @@ class Calls(AnalyzerCore):
                     else:
                         argtext = self._arg_text(n, info, a, receiver_node) if in_seq is None else ""
                         what = f"its input `{argtext}`" if argtext and len(argtext) <= 40 else "its input"
-                    self.save(sv, st, SaveRecord(display, what, site, info.name))
+                    self.save(sv, st, SaveRecord(display, what, site, info.name,
+                                                 sv.view_site if sv.view is not None else None))
                     if sv.leaf:
                         prov |= {(s, self.stamp, None) for s in sv.storages if s.leaf}
         # 3. the result
-        out_rg = YES if any_rg and grad_on else NO
+        out_rg = YES if any_rg and grad_on and info.output_requires_grad else NO
         if mutated is not None:
             res: Val = mutated.with_(rg=max(mutated.rg, out_rg) if grad_on else mutated.rg, prov=mutated.prov | prov)
         elif out_t is not None:
@@ -484,7 +495,8 @@ class Calls(AnalyzerCore):
                 view = "view"
             vt = T(base.storages, rg=out_rg if grad_on else NO, leaf=base.leaf, view=view,
                    view_op=f"{display}()" if info.multi_output_view else base.view_op or display,
-                   prov=prov, alias_of=base.alias_of, alias_site=base.alias_site, origin=display)
+                   prov=prov, alias_of=base.alias_of, alias_site=base.alias_site, origin=display,
+                   view_site=self.site(n))
             if info.multi_output_view:
                 return Seq(None, vt, "tuple")
             res = vt

@@ -13,14 +13,17 @@ from typing import TYPE_CHECKING, Any
 from gradguard.analysis.common import (
     BUDGET,
     FOREIGN_MODULE_LEVEL,
+    MAX_DEPTH,
+    Budget,
     Frame,
 )
 from gradguard.analysis.hazards import Hazard, SaveRecord, Site
 from gradguard.analysis.namespace import ModuleCtx
-from gradguard.analysis.state import State, StepEvent
+from gradguard.analysis.state import Heap, State, StepEvent
 from gradguard.analysis.values import (
     MAYBE,
     NO,
+    UNKNOWN,
     UNKNOWN_NUM,
     YES,
     ClassInfo,
@@ -54,6 +57,8 @@ class AnalyzerCore:
         self.quiet = 0  # > 0 while other modules' top-level names are evaluated: no hazards, no inlining
         self.foreign_used = 0  # statements run in other modules' code (see Functions.affordable)
         self.foreign_limit = FOREIGN_MODULE_LEVEL
+        self.carry_use: dict[Site, tuple[Site, str]] = {}  # carried value (its assignment) -> first op using it
+        self.defaults_cache: dict[int, dict[str, Val]] = {}  # id(FuncInfo) -> its defaults (FuncInfos live on)
         self.entry: tuple[Site, Site] | None = None  # the checked file's call (site, statement) into another module
         self.recording: list[list[Any]] = []  # [marker, pure] of the calls being summarised, outermost first
         self.backwards = 0  # backward() calls seen so far
@@ -79,16 +84,41 @@ class AnalyzerCore:
         self.root.env = env
 
     def _defaults(self, fi: FuncInfo) -> dict[str, Val]:
+        """Parameter defaults, evaluated once per function like Python does, in the defining module's scope
+        (``norm_layer=nn.LayerNorm``, ``act=nn.ReLU(inplace=True)``, ``norm=partial(nn.GroupNorm, 8)``)."""
+        got = self.defaults_cache.get(id(fi))
+        if got is not None:
+            return got
         node = fi.node
         out: dict[str, Val] = {}
         a = node.args
         pos = [*a.posonlyargs, *a.args]
-        for p, d in zip(pos[len(pos) - len(a.defaults):], a.defaults):
-            out[p.arg] = self.const_of(d)
-        for p, kd in zip(a.kwonlyargs, a.kw_defaults):
-            if kd is not None:
-                out[p.arg] = self.const_of(kd)
+        pairs = [*zip(pos[len(pos) - len(a.defaults):], a.defaults),
+                 *((p, kd) for p, kd in zip(a.kwonlyargs, a.kw_defaults) if kd is not None)]
+        for p, d in pairs:
+            out[p.arg] = self.const_of(d) if isinstance(d, ast.Constant) else self.default_value(fi, d)
+        self.defaults_cache[id(fi)] = out
         return out
+
+    def default_value(self, fi: FuncInfo, d: ast.expr) -> Val:
+        """A non-constant default: a reference (a class, a function), a partial, a module instance."""
+        if not isinstance(d, (ast.Name, ast.Attribute, ast.Call, ast.Tuple, ast.List, ast.UnaryOp, ast.BinOp)):
+            return UNKNOWN_NUM
+        saved = (self.mod, self.cur_stmt)
+        if fi.mod is not None:
+            self.mod = fi.mod
+        self.quiet += 1
+        try:
+            st = State(dict(fi.closure or {}), Heap())
+            v = self.ev(d, st, Frame(None, MAX_DEPTH - 2))
+        except Budget:
+            raise
+        except RecursionError:
+            v = UNKNOWN_NUM
+        finally:
+            self.mod, self.cur_stmt = saved
+            self.quiet -= 1
+        return UNKNOWN_NUM if v is UNKNOWN else v
 
     def const_of(self, node: ast.expr) -> Val:
         if isinstance(node, ast.Constant):
@@ -222,6 +252,9 @@ class AnalyzerCore:
 
     # ------------------------------------------------------------------ declared here, defined in a layer
     def module_get(self, mod: ModuleCtx, name: str) -> Val | None:
+        raise NotImplementedError
+
+    def dist_value(self, d: Obj, name: str, pos: list[Val], st: State) -> Val:
         raise NotImplementedError
 
     def exec_stmt(self, s: ast.stmt, st: State, fr: Frame) -> State | None:

@@ -217,7 +217,7 @@ class Expressions(AnalyzerCore):
                 "nograd" if base.view == "nograd" else "view"))
             return T(base.storages, rg=NO if st.no_grad else base.rg, leaf=base.leaf, view=view,
                      view_op=base.view_op or "indexing", maybe_tensor=base.maybe_tensor, prov=base.prov,
-                     alias_of=base.alias_of, alias_site=base.alias_site, origin="indexing")
+                     alias_of=base.alias_of, alias_site=base.alias_site, origin="indexing", view_site=self.site(n))
         if isinstance(base, Seq):
             if base.items is not None and isinstance(idx, Const) and idx.known and isinstance(idx.value, int):
                 try:
@@ -295,6 +295,10 @@ class Expressions(AnalyzerCore):
         if isinstance(base, Obj):
             if attr in base.attrs:
                 return base.attrs[attr]
+            if base.kind == "dist" and not attr.startswith("_"):
+                if attr in ("mean", "mode", "stddev", "variance", "probs", "logits", "scale", "loc", "entropy_"):
+                    return self.dist_value(base, attr, [], st)
+                return Method(base, attr, n)
             if base.kind == "torch":
                 if attr in ("weight", "bias") or attr.startswith("weight_") or attr.startswith("bias_"):
                     return self.module_param(base, attr)

@@ -15,6 +15,8 @@ from gradguard.analysis.summaries import Summaries, Summary
 from gradguard.analysis.values import (
     NONE,
     UNKNOWN,
+    UNKNOWN_NUM,
+    Const,
     FuncInfo,
     Seq,
     Storage,
@@ -62,12 +64,17 @@ class Functions(Summaries):
             elif p.arg in kw:
                 env[p.arg] = kw[p.arg]
             else:
-                env[p.arg] = defaults.get(p.arg, UNKNOWN)
+                d = defaults.get(p.arg, UNKNOWN)
+                env[p.arg] = widen_default(d) if defaults_only else d
         if a.vararg:
             rest = pos[i:]
             env[a.vararg.arg] = Seq.of(rest, "tuple")
         for p in a.kwonlyargs:
-            env[p.arg] = kw.get(p.arg, defaults.get(p.arg, UNKNOWN))
+            if p.arg in kw:
+                env[p.arg] = kw[p.arg]
+            else:
+                d = defaults.get(p.arg, UNKNOWN)
+                env[p.arg] = widen_default(d) if defaults_only else d
         if a.kwarg:
             env[a.kwarg.arg] = UNKNOWN
         self_obj = pos[0] if fi.cls is not None and pos and not fi.is_static else None
@@ -119,3 +126,14 @@ def body_size(node: ast.AST) -> int:
         n = sum(1 for x in ast.walk(node) if isinstance(x, ast.stmt))
         node._gg_size = n  # type: ignore[attr-defined]
     return n
+
+
+def widen_default(d: Val) -> Val:
+    """For an object built with its defaults only (the stand-in ``self`` of a method analysed on its own): a
+    default is one possible value, not the only one (``residual=False`` may be passed as True). Sizes and rates
+    keep their default; classes, functions and module instances too (they are what the default usage runs)."""
+    if isinstance(d, Const) and d.known:
+        if isinstance(d.value, (int, float)) and not isinstance(d.value, bool):
+            return d
+        return UNKNOWN if d.value is None else UNKNOWN_NUM
+    return d

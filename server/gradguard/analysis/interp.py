@@ -136,6 +136,8 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
                 env[p.arg] = d
             elif isinstance(d, Const) and d.known and d.value is not None:
                 env[p.arg] = UNKNOWN_NUM
+            elif d is not None and not isinstance(d, Const):
+                env[p.arg] = d  # `norm_layer=nn.LayerNorm`, `act=nn.ReLU()`: what the default usage runs
             else:
                 env[p.arg] = fresh(p.arg, rg=rg, maybe_tensor=not is_tensor)
         if args.vararg:

@@ -39,6 +39,7 @@ from gradguard.analysis.values import (
     seq_elem,
 )
 from gradguard.knowledge import OpInfo
+from gradguard.knowledge import libraries as L
 
 
 class NNModules(Summaries):
@@ -128,6 +129,8 @@ class NNModules(Summaries):
 
     def obj_method(self, o: Obj, name: str, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State,
                    fr: Frame) -> Val:
+        if o.kind == "dist":
+            return self.dist_value(o, name, pos, st)
         if o.kind == "optimizer":
             if name == "step" and not st.allow_mutation:  # allow_mutation_on_saved_tensors keeps copies
                 owners = o.cfg.get("owners")
@@ -192,6 +195,22 @@ class NNModules(Summaries):
         if name in ("zero_grad", "apply", "load_state_dict", "state_dict", "named_modules", "register_forward_hook"):
             return UNKNOWN
         return UNKNOWN
+
+    def dist_value(self, d: Obj, name: str, pos: list[Val], st: State) -> Val:
+        """A tensor a torch.distributions object computes (``log_prob``, ``entropy``, ``mean``, ``rsample``...):
+        new, and depending on the tensors the distribution was built from, unless it is a sample."""
+        if name in L.NOT_DIFFERENTIABLE_METHODS:
+            return self.new_tensor([], st, f"{d.qual.rsplit('.', 1)[-1]}.{name}")
+        inputs: list[Val] = list(pos)
+        args = d.cfg.get("args")
+        for a in (args.items or ()) if isinstance(args, Seq) else ():
+            if isinstance(a, Obj) and a.kind == "dist":  # Independent(Normal(mu, std), 1)
+                inner = a.cfg.get("args")
+                inputs.extend(inner.items or () if isinstance(inner, Seq) else ())
+            else:
+                inputs.append(a)
+        return self.new_tensor([v for v in inputs if not (isinstance(v, T) and v.maybe_tensor)], st,
+                               f"{d.qual.rsplit('.', 1)[-1]}.{name}")
 
     def super_method(self, sup: Super, name: str, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State,
                      fr: Frame) -> Val:

@@ -96,6 +96,7 @@ class T(Val):
     prov: frozenset[Prov] = frozenset()
     alias_of: str | None = None  # `out = x`: the name it aliases (for GG103 fixes)
     alias_site: Site | None = None
+    view_site: Site | None = None  # where this view (of another tensor's storage) was made
     origin: str = ""  # how it was made ("sigmoid", "nn.Parameter", ...)
 
     def with_(self, **kw: Any) -> T:
@@ -297,6 +298,7 @@ def join(a: Val, b: Val) -> Val:
                  (a.view or b.view), view_op=a.view_op or b.view_op,
                  maybe_tensor=a.maybe_tensor and b.maybe_tensor, maybe_tuple=a.maybe_tuple or b.maybe_tuple,
                  prov=a.prov | b.prov, alias_of=a.alias_of or b.alias_of, alias_site=a.alias_site or b.alias_site,
+                 view_site=a.view_site or b.view_site,
                  origin=a.origin or b.origin)
     if isinstance(a, T) and b is UNKNOWN:
         return a

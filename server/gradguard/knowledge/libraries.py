@@ -53,6 +53,11 @@ WRAPPERS = frozenset({
     "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
 })
 
+# torch.distributions: a distribution is built from tensors; what it computes (log_prob, entropy, rsample, mean,
+# ...) is a new tensor that depends on them, and sample() one that does not (it is not differentiable).
+DISTRIBUTIONS_PREFIX = "torch.distributions."
+NOT_DIFFERENTIABLE_METHODS = frozenset({"sample", "sample_n", "enumerate_support", "support"})
+
 DEEPCOPY = frozenset({"copy.deepcopy"})
 PARTIAL = frozenset({"functools.partial"})
 
