@@ -415,7 +415,9 @@ class Calls(AnalyzerCore):
                         e.stamp > stamp and o in e.owners for e in st.heap.steps):
                     # the first op that builds on a value carried over a step from the previous iteration
                     self.carry_use[c[0]] = (self.site(n), display)
-        if module is not None and grad_on:
+        if module is not None and grad_on and any_rg and any(a.startswith("self.") for a in info.saved_args(rgmap)):
+            # the graph keeps this module's parameters (Linear keeps its weight when its input requires grad):
+            # an optimizer step on them before backward breaks it
             prov = prov | {(module, self.stamp, None)}
         # 1. in-place writes
         mutated: T | None = None

@@ -26,6 +26,7 @@ STANDALONE_DEPTH = 3  # a function analysed on its own inlines 3 levels of calle
 # and stays unknown, as it was before imports were followed. This keeps the cost linear in the checked code.
 FOREIGN_PER_FUNCTION = 400
 FOREIGN_MODULE_LEVEL = 5_000
+MAX_LOOP_PRODUCT = 6  # loops nested in loops: the passes of a nest multiply to at most this
 BUDGET = 400_000  # abstract statement executions per file: analysis always terminates quickly
 
 BINOPS = {

@@ -57,6 +57,7 @@ class AnalyzerCore:
         self.quiet = 0  # > 0 while other modules' top-level names are evaluated: no hazards, no inlining
         self.foreign_used = 0  # statements run in other modules' code (see Functions.affordable)
         self.foreign_limit = FOREIGN_MODULE_LEVEL
+        self.loop_product = 1  # product of the passes of the loops running now (see Statements._loop)
         self.carry_use: dict[Site, tuple[Site, str]] = {}  # carried value (its assignment) -> first op using it
         self.defaults_cache: dict[int, dict[str, Val]] = {}  # id(FuncInfo) -> its defaults (FuncInfos live on)
         self.entry: tuple[Site, Site] | None = None  # the checked file's call (site, statement) into another module

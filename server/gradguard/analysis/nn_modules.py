@@ -289,8 +289,10 @@ class NNModules(Summaries):
             fwd = o.info.find_method("forward")
             if fwd is not None:
                 res = self.call_func(fwd, [o, *pos], kw, st, fr, n)
-                if isinstance(res, T) and not st.no_grad:
-                    res = res.with_(prov=res.prov | {(o, self.stamp, None)})
+                if res is UNKNOWN and not st.no_grad and any(isinstance(p, T) and p.rg >= MAYBE for p in pos):
+                    # its forward could not be followed: the result may keep the module's parameters
+                    return self.new_tensor(list(pos), st, o.qual or "module", min_rg=MAYBE).with_(
+                        prov=frozenset({(o, self.stamp, None)}), maybe_tuple=True)
                 return res
             tb = o.info.torch_bases()
             if "torch.nn.Sequential" in tb and pos:

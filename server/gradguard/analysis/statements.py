@@ -11,6 +11,7 @@ from gradguard.analysis.common import (
     AUTOCAST_CTX,
     BINOPS,
     ENABLE_GRAD_CTX,
+    MAX_LOOP_PRODUCT,
     NO_GRAD_CTX,
     OPSYM,
     Budget,
@@ -284,13 +285,21 @@ class Statements(AnalyzerCore):
             carried = carried_names(node.body)
             node._gg_carried = carried  # type: ignore[union-attr]  # cached on the tree it describes
         loop = Loop(carried, node)
+        # Each pass starts from the previous pass's state (a tensor saved in one iteration and written in the
+        # next; a graph carried over an optimizer step). Three passes cover what the third iteration sees that
+        # the second does not (state that first requires grad in iteration 2, saves parameters then, and is
+        # stepped on before iteration 3's backward); loops nested in loops get fewer passes, so that the
+        # product over any nest stays at most MAX_LOOP_PRODUCT and the cost linear in the code.
+        product = self.loop_product
+        passes = 3 if product == 1 else (2 if product * 2 <= MAX_LOOP_PRODUCT else 1)
+        self.loop_product = product * passes
         fr.loops.append(loop)
         self.active_loops.append(node)
         try:
             entry = st.branch()
             cur: State | None = entry
             exits: State | None = st
-            for _ in range(2):
+            for _ in range(passes):
                 if cur is None:
                     break
                 body_in = cur.branch()
@@ -304,6 +313,7 @@ class Statements(AnalyzerCore):
         finally:
             fr.loops.pop()
             self.active_loops.pop()
+            self.loop_product = product
         for b in loop.breaks:
             exits = join_states(exits, b)
         if node.orelse and exits is not None:
