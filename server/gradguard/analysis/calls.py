@@ -459,7 +459,8 @@ class Calls(AnalyzerCore):
         site = self.site(n)
         if module is not None and in_seq is not None and module.ctor is not None:
             site = module.ctor
-        if grad_on and any_rg:
+        if grad_on and any_rg and (info.output_requires_grad or info.mutates):
+            # (an op whose result never requires grad, like isfinite, builds no graph anyone can backward through)
             for a in info.saved_args(rgmap):
                 for sv in tensors_in(bound.get(a)):
                     if info.kind == "operator" and sv.maybe_tensor:
