@@ -164,13 +164,13 @@ class NNModules(Summaries):
         if name in ("register_buffer", "register_parameter", "add_module", "append", "extend", "insert"):
             self.touched(o)
         if name == "register_buffer" and len(pos) >= 2 and isinstance(pos[0], Const):
-            o.attrs[str(pos[0].value)] = pos[1]
+            self.set_attr(o, str(pos[0].value), pos[1])
             return NONE
         if name == "register_parameter" and len(pos) >= 2 and isinstance(pos[0], Const):
-            o.attrs[str(pos[0].value)] = pos[1]
+            self.set_attr(o, str(pos[0].value), pos[1])
             return NONE
         if name == "add_module" and len(pos) >= 2 and isinstance(pos[0], Const):
-            o.attrs[str(pos[0].value)] = pos[1]
+            self.set_attr(o, str(pos[0].value), pos[1])
             if o.kind == "sequential":
                 ents = o.entries
                 if isinstance(ents, Seq) and ents.items is not None:

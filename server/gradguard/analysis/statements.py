@@ -31,6 +31,7 @@ from gradguard.analysis.values import (
     NONE,
     UNKNOWN,
     YES,
+    Alt,
     ClassInfo,
     ClassV,
     Const,
@@ -141,6 +142,15 @@ class Statements(AnalyzerCore):
                 for e, item in zip(elts, v.items):
                     self.assign(e, item, st, fr, stmt)
                 return
+            if isinstance(v, Alt) and star is None and all(s.items is not None and len(s.items) == len(elts)
+                                                          for s in v.alts):
+                for i, e in enumerate(elts):
+                    part: Val = UNKNOWN
+                    for k, s in enumerate(v.alts):
+                        assert s.items is not None
+                        part = s.items[i] if k == 0 else join(part, s.items[i])
+                    self.assign(e, part, st, fr, stmt)
+                return
             for i, e in enumerate(elts):
                 if isinstance(e, ast.Starred):
                     self.assign(e.value, Seq(None, self.elem(v, stmt), "list"), st, fr, stmt)
@@ -161,7 +171,7 @@ class Statements(AnalyzerCore):
                         if t.value.attr in owner.params:
                             owner.params[t.value.attr] = new
                         else:
-                            owner.attrs[t.value.attr] = new
+                            self.set_attr(owner, t.value.attr, new)
         elif isinstance(t, ast.Attribute):
             obj = self.ev(t.value, st, fr)
             if isinstance(obj, Obj):
@@ -172,8 +182,7 @@ class Statements(AnalyzerCore):
                     acarry: tuple[Site, str, Site, object] = (self.site(stmt), self.text(t), self.site(stmt.value),
                                                               "attribute")
                     v = v.with_(prov=frozenset((o, s_, c or acarry) for (o, s_, c) in v.prov))
-                self.touched(obj)
-                obj.attrs[t.attr] = v
+                self.set_attr(obj, t.attr, v)
         elif isinstance(t, ast.Subscript):
             base = self.ev(t.value, st, fr)
             self.ev_nograd(t.slice, st, fr)
@@ -275,8 +284,34 @@ class Statements(AnalyzerCore):
             return self.exec_block(s.body, st, fr)
         if is_false(test) or (isinstance(test, Const) and test.known and test.value is None):
             return self.exec_block(s.orelse, st, fr)
-        a = self.exec_block(s.body, st.branch(), fr)
+        self.attr_logs.append([])
+        try:
+            a = self.exec_block(s.body, st.branch(), fr)
+        finally:
+            log_a = self.attr_logs.pop()
+        after_a = [(o, name, o.attrs.get(name)) for o, name, _old in log_a]
+        for o, name, old in reversed(log_a):  # the else branch starts from the objects as they were
+            if old is None:
+                o.attrs.pop(name, None)
+            else:
+                o.attrs[name] = old
         b = self.exec_block(s.orelse, st, fr) if s.orelse else st
+        seen: set[tuple[int, str]] = set()
+        for o, name, va in after_a:
+            if (id(o), name) in seen:
+                continue
+            seen.add((id(o), name))
+            vb = o.attrs.get(name)
+            if a is None:
+                continue  # the if branch returned or raised: the else branch's value stands
+            if b is None:
+                merged = va
+            else:
+                merged = va if vb is None else vb if va is None else join(va, vb)
+            if merged is None:
+                o.attrs.pop(name, None)
+            else:
+                self.set_attr(o, name, merged)
         return join_states(a, b)
 
     def _loop(self, node: ast.For | ast.AsyncFor | ast.While, st: State, fr: Frame, bind: Any) -> State | None:
@@ -404,5 +439,4 @@ class Statements(AnalyzerCore):
         elif isinstance(target, ast.Attribute):
             obj = self.ev(target.value, st, fr)
             if isinstance(obj, Obj):
-                self.touched(obj)
-                obj.attrs[target.attr] = v
+                self.set_attr(obj, target.attr, v)

@@ -308,6 +308,10 @@ def join(a: Val, b: Val) -> Val:
         return a
     if isinstance(b, T) and isinstance(a, Const):
         return b
+    if isinstance(a, Seq) and isinstance(b, Seq) and a.kind == b.kind == "tuple" and a.items is not None \
+            and b.items is not None and len(a.items) == len(b.items):
+        # `return ind, one_hot` on two paths: a pair whose parts are each either path's
+        return Seq.of([join(x, y) for x, y in zip(a.items, b.items)], "tuple")
     if isinstance(a, (Seq, Alt)) and isinstance(b, (Seq, Alt)):
         alts: list[Seq] = []
         for x in (a.alts if isinstance(a, Alt) else (a,)) + (b.alts if isinstance(b, Alt) else (b,)):
