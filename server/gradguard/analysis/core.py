@@ -57,7 +57,7 @@ class AnalyzerCore:
         self.quiet = 0  # > 0 while other modules' top-level names are evaluated: no hazards, no inlining
         self.foreign_used = 0  # statements run in other modules' code (see Functions.affordable)
         self.foreign_limit = FOREIGN_MODULE_LEVEL
-        self.attr_logs: list[list[tuple[Obj, str, Val | None]]] = []  # see set_attr / Statements.s_If
+        self.attr_logs: list[tuple[int, list[tuple[Obj, str, Val | None]]]] = []  # see set_attr, Statements.s_If
         self.loop_product = 1  # product of the passes of the loops running now (see Statements._loop)
         self.carry_use: dict[Site, tuple[Site, str]] = {}  # carried value (its assignment) -> first op using it
         self.defaults_cache: dict[int, dict[str, Val]] = {}  # id(FuncInfo) -> its defaults (FuncInfos live on)
@@ -152,8 +152,8 @@ class AnalyzerCore:
         """``o.name = v``, remembered while a branch runs so that the other branch starts from the old value and
         the two are joined afterwards (objects live outside the flow-sensitive state)."""
         self.touched(o)
-        if self.attr_logs:
-            self.attr_logs[-1].append((o, name, o.attrs.get(name)))
+        if self.attr_logs and o.oid <= self.attr_logs[-1][0]:  # objects made inside the branch are its own
+            self.attr_logs[-1][1].append((o, name, o.attrs.get(name)))
         o.attrs[name] = v
 
     def touched(self, o: Obj) -> None:

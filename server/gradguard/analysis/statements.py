@@ -42,6 +42,7 @@ from gradguard.analysis.values import (
     T,
     Val,
     join,
+    next_id,
 )
 
 _STMT: dict[type, Any] = {}  # node class -> handler (an ``s_*`` method)
@@ -284,11 +285,11 @@ class Statements(AnalyzerCore):
             return self.exec_block(s.body, st, fr)
         if is_false(test) or (isinstance(test, Const) and test.known and test.value is None):
             return self.exec_block(s.orelse, st, fr)
-        self.attr_logs.append([])
+        self.attr_logs.append((next_id(), []))
         try:
             a = self.exec_block(s.body, st.branch(), fr)
         finally:
-            log_a = self.attr_logs.pop()
+            log_a = self.attr_logs.pop()[1]
         after_a = [(o, name, o.attrs.get(name)) for o, name, _old in log_a]
         for o, name, old in reversed(log_a):  # the else branch starts from the objects as they were
             if old is None:
