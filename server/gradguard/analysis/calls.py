@@ -109,6 +109,9 @@ class Calls(AnalyzerCore):
             return self.instantiate(fv.info, pos, kw, n, st, fr)
         if isinstance(fv, Obj):
             return self.call_obj(fv, pos, kw, n, st, fr, in_seq=None)
+        if isinstance(fv, T) and fv.maybe_tensor and not fv.maybe_tuple:
+            # an unknown value called like a module (`model(x)` for a model passed in as a parameter)
+            return self.call_obj(self.opaque_for(fv), pos, kw, n, st, fr, in_seq=None)
         self._out_kw(kw, n, st, "call")
         return UNKNOWN
 
@@ -574,6 +577,9 @@ class Calls(AnalyzerCore):
             if info is not None:
                 return self.apply(info, [recv, *pos], kw, n, st, fr, display=name, receiver_node=recv_node)
             out = self._out_kw(kw, n, st, name)
+            if out is None and recv.maybe_tensor:
+                # not a tensor method: the unknown value is an object (`model.encode(x)`, `opt.step()`)
+                return self.obj_method(self.opaque_for(recv), name, pos, kw, n, st, fr)
             return out if out is not None else UNKNOWN
         if isinstance(recv, Obj):
             return self.obj_method(recv, name, pos, kw, n, st, fr)

@@ -31,6 +31,7 @@ from gradguard.analysis.values import (
     FuncInfo,
     Obj,
     Ref,
+    Storage,
     Super,
     T,
     Val,
@@ -58,6 +59,7 @@ class AnalyzerCore:
         self.foreign_used = 0  # statements run in other modules' code (see Functions.affordable)
         self.foreign_limit = FOREIGN_MODULE_LEVEL
         self.attr_logs: list[tuple[int, list[tuple[Obj, str, Val | None]]]] = []  # see set_attr, Statements.s_If
+        self.opaque_objs: dict[frozenset[Storage], Obj] = {}  # unknown values used as objects (see opaque_for)
         self.loop_product = 1  # product of the passes of the loops running now (see Statements._loop)
         self.carry_use: dict[Site, tuple[Site, str]] = {}  # carried value (its assignment) -> first op using it
         self.defaults_cache: dict[int, dict[str, Val]] = {}  # id(FuncInfo) -> its defaults (FuncInfos live on)
@@ -266,6 +268,13 @@ class AnalyzerCore:
 
     def dist_value(self, d: Obj, name: str, pos: list[Val], st: State) -> Val:
         raise NotImplementedError
+
+    def opaque_child(self, parent: Obj, name: str) -> Obj:
+        raise NotImplementedError
+
+    def opaque_for(self, t: T) -> Obj:
+        raise NotImplementedError
+
 
     def exec_stmt(self, s: ast.stmt, st: State, fr: Frame) -> State | None:
         raise NotImplementedError

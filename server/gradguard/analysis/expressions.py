@@ -44,6 +44,17 @@ from gradguard.analysis.values import (
     seq_elem,
 )
 
+# nn.Module's own API: on an object of ours, a name from here is a method of its torch base, not a part
+MODULE_API = frozenset({
+    "parameters", "named_parameters", "buffers", "named_buffers", "children", "named_children", "modules",
+    "named_modules", "apply", "cuda", "cpu", "to", "train", "eval", "zero_grad", "state_dict", "load_state_dict",
+    "register_buffer", "register_parameter", "add_module", "register_module", "forward", "requires_grad_", "half",
+    "float", "double", "bfloat16", "type", "get_submodule", "get_parameter", "register_forward_hook",
+    "register_forward_pre_hook", "register_full_backward_hook", "extra_repr", "share_memory", "xpu", "ipu",
+})
+# tensor methods code reads as values without calling them (bound methods passed on): not properties
+TENSOR_METHOD_VALUES = frozenset({"size", "dim", "numel", "item", "tolist", "backward", "register_hook"})
+
 _EXPR: dict[type, Any] = {}  # node class -> handler (an ``e_*`` method): dispatch without building names
 
 
@@ -271,7 +282,20 @@ class Expressions(AnalyzerCore):
 
     def e_Attribute(self, n: ast.Attribute, st: State, fr: Frame) -> Val:
         base = self.ev(n.value, st, fr)
-        return self.getattr(base, n.attr, n, st)
+        v = self.getattr(base, n.attr, n, st)
+        if isinstance(v, Method) and not n.attr.startswith("__"):
+            # An attribute read, not a call: `model.reward_model` of an object we cannot see into is another such
+            # object; `self.agent` set outside __init__ too; `dist.mean` of a call's tensor-like result is a tensor.
+            recv = v.recv
+            if isinstance(recv, Obj) and (recv.kind == "opaque" or (
+                    recv.kind == "local" and n.attr not in MODULE_API and not n.attr.startswith("_"))):
+                return self.opaque_child(recv, n.attr)
+            if isinstance(recv, T) and recv.maybe_tensor and self.kb.get(f"Tensor.{n.attr}") is None:
+                # an unknown value (a parameter) read like an object: `model.reward_model`, `batch.x`
+                return self.opaque_child(self.opaque_for(recv), n.attr)
+            if isinstance(recv, T) and not recv.maybe_tensor and n.attr not in TENSOR_METHOD_VALUES:
+                return self.new_tensor([recv], st, n.attr)
+        return v
 
     def getattr(self, base: Val, attr: str, n: ast.AST | None, st: State) -> Val:
         if isinstance(base, Ref):
@@ -295,6 +319,8 @@ class Expressions(AnalyzerCore):
         if isinstance(base, Obj):
             if attr in base.attrs:
                 return base.attrs[attr]
+            if base.kind == "opaque":
+                return UNKNOWN_NUM if attr == "training" else Method(base, attr, n)
             if base.kind == "dist" and not attr.startswith("_"):
                 if attr in ("mean", "mode", "stddev", "variance", "probs", "logits", "scale", "loc", "entropy_"):
                     return self.dist_value(base, attr, [], st)

@@ -131,6 +131,14 @@ class NNModules(Summaries):
                    fr: Frame) -> Val:
         if o.kind == "dist":
             return self.dist_value(o, name, pos, st)
+        if o.kind == "opaque":
+            if name in ("parameters", "named_parameters"):
+                return Params(frozenset({o}))
+            if name in ("zero_grad", "train", "eval", "to", "cuda", "cpu", "float", "double", "half", "requires_grad_"):
+                return o
+            if name in ("step", "backward", "load_state_dict", "state_dict"):
+                return UNKNOWN  # an optimizer we cannot see into: which parameters it updates is unknown
+            return self.call_obj(self.opaque_child(o, name), pos, kw, n, st, fr, in_seq=None)
         if o.kind == "optimizer":
             if name == "step" and not st.allow_mutation:  # allow_mutation_on_saved_tensors keeps copies
                 owners = o.cfg.get("owners")
@@ -195,6 +203,27 @@ class NNModules(Summaries):
         if name in ("zero_grad", "apply", "load_state_dict", "state_dict", "named_modules", "register_forward_hook"):
             return UNKNOWN
         return UNKNOWN
+
+    def opaque_for(self, t: T) -> Obj:
+        """The object an unknown value stands for, once code uses it as one (the same one for the same value)."""
+        key = frozenset(t.storages)
+        o = self.opaque_objs.get(key)
+        if o is None:
+            o = self.opaque_objs[key] = Obj("opaque", t.origin)
+            o.training = True
+        return o
+
+    def opaque_child(self, parent: Obj, name: str) -> Obj:
+        """``parent.name`` for an object whose class we cannot see into (or an attribute set outside __init__):
+        another such object, the same one on every read."""
+        c = parent.attrs.get(name)
+        if isinstance(c, Obj):
+            return c
+        c = Obj("opaque", f"{parent.qual}.{name}" if parent.qual else name)
+        c.training = parent.training
+        c.cfg["parent"] = parent  # type: ignore[assignment]
+        parent.attrs[name] = c  # a cache of what is there, not a write the code made
+        return c
 
     def dist_value(self, d: Obj, name: str, pos: list[Val], st: State) -> Val:
         """A tensor a torch.distributions object computes (``log_prob``, ``entropy``, ``mean``, ``rsample``...):
@@ -264,6 +293,19 @@ class NNModules(Summaries):
 
     def call_obj(self, o: Obj, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State, fr: Frame,
                  in_seq: Obj | None) -> Val:
+        if o.kind == "opaque":
+            # An object we cannot see into (a model passed in as a parameter, self.agent set outside __init__):
+            # calling it with grad on gives a tensor that may require grad and keeps its parameters.
+            tensors: list[Val] = [v for v in (*pos, *kw.values()) if isinstance(v, T) and not v.maybe_tensor]
+            out = self.new_tensor(tensors, st, o.qual or "module", min_rg=MAYBE)
+            if st.no_grad:
+                return out.with_(maybe_tuple=True)
+            owners: list[Any] = []
+            cur: Any = o
+            while isinstance(cur, Obj) and len(owners) < 6:
+                owners.append(cur)
+                cur = cur.cfg.get("parent")
+            return out.with_(maybe_tuple=True, prov=out.prov | {(x, self.stamp, None) for x in owners})
         if o.kind == "wrapper":  # DataParallel(model)(x) is model(x)
             return self.call(o.attrs.get("module", UNKNOWN), pos, kw, n, st, fr)
         if o.kind == "library" and pos:  # einops layers: Rearrange is a view, Reduce/EinMix make new tensors
