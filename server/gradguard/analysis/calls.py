@@ -35,6 +35,7 @@ from gradguard.analysis.values import (
     Alt,
     Bound,
     ClassV,
+    Cond,
     Const,
     Func,
     Method,
@@ -180,6 +181,8 @@ class Calls(AnalyzerCore):
             return Seq(None, fresh("grad", rg=NO), "tuple")
         if qual in NO_GRAD_CTX or qual in AUTOCAST_CTX or qual in ENABLE_GRAD_CTX:
             return UNKNOWN
+        if qual == "torch.is_grad_enabled":
+            return Cond(formula="grad") if not st.no_grad else Const(False)
         lib = self.call_library(qual, raw, pos, kw, n, st, fr)
         if lib is not None:
             return lib
@@ -355,6 +358,9 @@ class Calls(AnalyzerCore):
               display: str, form: str = "", target_text: str = "", extra: tuple[tuple[str, Any], ...] = (),
               module: Obj | None = None, in_seq: Obj | None = None, receiver_node: ast.AST | None = None) -> Val:
         kb = self.kb
+        if info.name in _BINARY_OVERLOADS and len(pos) >= 2 and isinstance(pos[1], T):
+            # torch.max(a, b) / a.min(b): the elementwise maximum/minimum, not a reduction
+            info = kb.get(_BINARY_OVERLOADS[info.name]) or info
         bound = self.bind(info, pos, kw)
         if "dim" in bound or (info.kind in ("function", "method") and len(pos) >= (3 if info.kind == "method" else 2)
                               and not isinstance(pos[-1], T)):
@@ -625,6 +631,10 @@ class Calls(AnalyzerCore):
         if isinstance(recv, Ref):
             return UNKNOWN
         return UNKNOWN
+
+
+_BINARY_OVERLOADS = {"torch.max": "torch.maximum", "torch.min": "torch.minimum",
+                     "Tensor.max": "torch.maximum", "Tensor.min": "torch.minimum"}
 
 
 def _live(v: Val, saved: dict[Any, Any], depth: int = 0) -> bool:

@@ -173,6 +173,10 @@ class AnalyzerCore:
                site: Site | None = None, related: tuple[tuple[Site, str], ...] = ()) -> None:
         if not isinstance(val, T):
             return
+        if st.silent:
+            for s in val.storages:  # the write happens (versions move), but nothing recorded can break
+                st.heap.saved.pop(s, None)
+            return
         site = site or self.site(node)
         stmt = self.stmt_site()
         grad_on = not (st.no_grad or no_grad_op)

@@ -25,6 +25,7 @@ from gradguard.analysis.values import (
     Alt,
     Bound,
     ClassV,
+    Cond,
     Const,
     Func,
     FuncInfo,
@@ -38,9 +39,11 @@ from gradguard.analysis.values import (
     Super,
     T,
     Val,
+    formula_of,
     fresh,
     join,
     owner_key,
+    recording_allows,
     seq_elem,
 )
 
@@ -140,13 +143,33 @@ class Expressions(AnalyzerCore):
             return self.ev(n.body, st, fr)
         if is_false(test):
             return self.ev(n.orelse, st, fr)
-        return join(self.ev(n.body, st, fr), self.ev(n.orelse, st, fr))
+        return join(self.ev_branch(n.body, st, fr, recording_allows(test, True)),
+                    self.ev_branch(n.orelse, st, fr, recording_allows(test, False)))
+
+    def ev_branch(self, node: ast.expr, st: State, fr: Frame, recording: bool) -> Val:
+        """An arm of a conditional expression; without autograd when its condition says so."""
+        if recording:
+            return self.ev(node, st, fr)
+        flags = (st.no_grad, st.silent)
+        st.no_grad = st.silent = True
+        try:
+            return self.ev(node, st, fr)
+        finally:
+            st.no_grad, st.silent = flags
 
     def e_BoolOp(self, n: ast.BoolOp, st: State, fr: Frame) -> Val:
         out: Val | None = None
+        vals = []
         for v in n.values:
             x = self.ev(v, st, fr)
+            vals.append(x)
             out = x if out is None else join(out, x)
+        if any(isinstance(x, Cond) for x in vals):
+            op = "and" if isinstance(n.op, ast.And) else "or"
+            f = formula_of(vals[0])
+            for x in vals[1:]:
+                f = (op, f, formula_of(x))
+            return Cond(formula=f)
         return out or UNKNOWN
 
     def ev_nograd(self, node: ast.expr, st: State, fr: Frame) -> Val:
@@ -160,6 +183,12 @@ class Expressions(AnalyzerCore):
             st.no_grad = flag
 
     def e_Compare(self, n: ast.Compare, st: State, fr: Frame) -> Val:
+        if len(n.ops) == 1 and isinstance(n.ops[0], (ast.Is, ast.IsNot)) and isinstance(n.left, ast.Attribute) \
+                and n.left.attr == "grad_fn" and isinstance(n.comparators[0], ast.Constant) \
+                and n.comparators[0].value is None:
+            # `x.grad_fn is not None`: x is part of a graph
+            self.ev_nograd(n.left.value, st, fr)
+            return Cond(formula="rg" if isinstance(n.ops[0], ast.IsNot) else ("not", "rg"))
         vals = [self.ev_nograd(n.left, st, fr), *(self.ev_nograd(c, st, fr) for c in n.comparators)]
         if any(isinstance(v, T) for v in vals):
             return fresh("comparison", rg=NO)
@@ -167,6 +196,8 @@ class Expressions(AnalyzerCore):
 
     def e_UnaryOp(self, n: ast.UnaryOp, st: State, fr: Frame) -> Val:
         v = self.ev(n.operand, st, fr)
+        if isinstance(v, Cond) and isinstance(n.op, ast.Not):
+            return Cond(formula=("not", v.formula))
         if isinstance(v, T):
             name = {ast.USub: "neg", ast.UAdd: "pos", ast.Invert: "invert", ast.Not: "not_"}.get(type(n.op), "neg")
             if isinstance(n.op, ast.Not):
@@ -313,14 +344,16 @@ class Expressions(AnalyzerCore):
                     if info is not None or attr in ("T", "mT") else UNKNOWN
             if attr in ("grad",):
                 return fresh("`.grad`", rg=NO)
-            if attr in ("shape", "dtype", "device", "ndim", "requires_grad", "is_leaf", "grad_fn", "is_cuda"):
+            if attr == "requires_grad":
+                return Cond(formula="rg") if base.rg >= MAYBE or base.maybe_tensor else Const(False)
+            if attr in ("shape", "dtype", "device", "ndim", "is_leaf", "grad_fn", "is_cuda"):
                 return UNKNOWN_NUM
             return Method(base, attr, n)
         if isinstance(base, Obj):
             if attr in base.attrs:
                 return base.attrs[attr]
             if base.kind == "opaque":
-                return UNKNOWN_NUM if attr == "training" else Method(base, attr, n)
+                return Cond(formula="training") if attr == "training" else Method(base, attr, n)
             if base.kind == "dist" and not attr.startswith("_"):
                 if attr in ("mean", "mode", "stddev", "variance", "probs", "logits", "scale", "loc", "entropy_"):
                     return self.dist_value(base, attr, [], st)
@@ -329,11 +362,11 @@ class Expressions(AnalyzerCore):
                 if attr in ("weight", "bias") or attr.startswith("weight_") or attr.startswith("bias_"):
                     return self.module_param(base, attr)
                 if attr == "training":
-                    return Const(base.training is not False) if base.training is not None else UNKNOWN_NUM
+                    return Const(base.training is not False) if base.training is not None else Cond(formula="training")
                 return Method(base, attr, n)
             if base.kind == "local" and base.info is not None:
                 if attr == "training":
-                    return Const(base.training) if base.training is not None else UNKNOWN_NUM
+                    return Const(base.training) if base.training is not None else Cond(formula="training")
                 fi = base.info.find_method(attr)
                 if fi is not None:
                     if isinstance(fi.node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
@@ -376,7 +409,7 @@ class Expressions(AnalyzerCore):
     # comprehensions ---------------------------------------------------------
     def _comp(self, n: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp, st: State, fr: Frame,
               elt: ast.expr) -> Val:
-        inner = State(dict(st.env), st.heap, st.no_grad, st.autocast, st.allow_mutation)
+        inner = State(dict(st.env), st.heap, st.no_grad, st.autocast, st.allow_mutation, st.silent)
         for g in n.generators:
             it = self.ev(g.iter, inner, fr)
             self.assign(g.target, self.elem(it, g.iter), inner, fr, self.cur_stmt or ast.Pass())

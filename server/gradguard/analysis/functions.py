@@ -80,7 +80,7 @@ class Functions(Summaries):
         self_obj = pos[0] if fi.cls is not None and pos and not fi.is_static else None
         first_sid = Storage("marker").sid
         callee = State(env, st.heap, st.no_grad or fi.no_grad or self.ng_only(fi), st.autocast,
-                       st.allow_mutation)
+                       st.allow_mutation, st.silent)
         cfr = Frame(fi, fr.depth + 1, self_obj)
         self.active.append(fi)
         saved_stmt, saved_mod = self.cur_stmt, self.mod

@@ -50,6 +50,32 @@ from gradguard.analysis.values import (
 )
 
 
+def _references(tree: ast.AST) -> dict[str, int]:
+    """How often each name is read in the file (``helper(...)``, ``self._helper(...)``)."""
+    out: dict[str, int] = {}
+    for x in ast.walk(tree):
+        if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Load):
+            out[x.id] = out.get(x.id, 0) + 1
+        elif isinstance(x, ast.Attribute) and isinstance(x.ctx, ast.Load):
+            out[x.attr] = out.get(x.attr, 0) + 1
+    return out
+
+
+def _private_helper(fi: FuncInfo, refs: dict[str, int]) -> bool:
+    """A private helper (``_name``) used elsewhere in the file runs in the contexts its callers give it, which the
+    analyses of those callers follow into it; analysing it alone with made-up arguments would only add contexts
+    that never happen (an ``inplace`` flag its callers set only when autograd does not record)."""
+    node = fi.node
+    if isinstance(node, ast.Lambda):
+        return False
+    name = node.name
+    if not name.startswith("_") or name.startswith("__"):
+        return False
+    own = sum(1 for x in ast.walk(node) if (isinstance(x, ast.Name) and x.id == name)
+              or (isinstance(x, ast.Attribute) and x.attr == name))
+    return refs.get(name, 0) > own
+
+
 def _ng_only_lines(lines: list[str]) -> set[int]:
     if any(("no_grad" in ln or "inference_mode" in ln or "set_grad_enabled" in ln) for ln in lines):
         return no_grad_only(lines)
@@ -67,7 +93,10 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
             self.exec_block(self.tree.body, st, fr, module=True)
         except Budget:
             pass
+        refs = _references(self.tree)
         for fi in list(self.functions):
+            if _private_helper(fi, refs):
+                continue
             self.budget = max(self.budget, 20_000)
             self.foreign_used, self.foreign_limit = 0, FOREIGN_PER_FUNCTION
             try:
@@ -148,7 +177,8 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         if args.kwarg:
             env[args.kwarg.arg] = UNKNOWN
         no_grad = fi.no_grad or self.ng_only(fi) or (
-            fi.cls is not None and self._is_function_class(fi.cls) and node.name == "forward")
+            fi.cls is not None and self._is_function_class(fi.cls)
+            and node.name in ("forward", "backward", "setup_context", "jvp", "vjp"))
         st = State(env, Heap(), no_grad=no_grad)
         fr = Frame(fi, STANDALONE_DEPTH, self_obj)
         self.active.append(fi)

@@ -52,9 +52,10 @@ class State:
     no_grad: bool = False
     autocast: bool = False
     allow_mutation: bool = False
+    silent: bool = False  # a branch that only runs when autograd does not record (`if not x.requires_grad:`)
 
     def copy(self) -> State:
-        return State(dict(self.env), self.heap.copy(), self.no_grad, self.autocast, self.allow_mutation)
+        return State(dict(self.env), self.heap.copy(), self.no_grad, self.autocast, self.allow_mutation, self.silent)
 
     def branch(self) -> State:
         return self.copy()
@@ -96,4 +97,4 @@ def join_states(a: State | None, b: State | None) -> State | None:
                 va = _split(va, vb, a.heap, b.heap, memo)
                 vb = _split(vb, va, b.heap, a.heap, memo)
             env[k] = join(va, vb)
-    return State(env, a.heap.join(b.heap), a.no_grad, a.autocast, a.allow_mutation)
+    return State(env, a.heap.join(b.heap), a.no_grad, a.autocast, a.allow_mutation, a.silent and b.silent)

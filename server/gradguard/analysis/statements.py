@@ -43,6 +43,7 @@ from gradguard.analysis.values import (
     Val,
     join,
     next_id,
+    recording_allows,
 )
 
 _STMT: dict[type, Any] = {}  # node class -> handler (an ``s_*`` method)
@@ -285,11 +286,18 @@ class Statements(AnalyzerCore):
             return self.exec_block(s.body, st, fr)
         if is_false(test) or (isinstance(test, Const) and test.known and test.value is None):
             return self.exec_block(s.orelse, st, fr)
+        no_grad, silent = st.no_grad, st.silent
+        body_st = st.branch()
+        if not recording_allows(test, True):
+            # `if not x.requires_grad:`: this branch only runs without autograd, and nothing there breaks it
+            body_st.no_grad = body_st.silent = True
         self.attr_logs.append((next_id(), []))
         try:
-            a = self.exec_block(s.body, st.branch(), fr)
+            a = self.exec_block(s.body, body_st, fr)
         finally:
             log_a = self.attr_logs.pop()[1]
+        if not recording_allows(test, False):
+            st.no_grad = st.silent = True
         after_a = [(o, name, o.attrs.get(name)) for o, name, _old in log_a]
         for o, name, old in reversed(log_a):  # the else branch starts from the objects as they were
             if old is None:
@@ -313,7 +321,10 @@ class Statements(AnalyzerCore):
                 o.attrs.pop(name, None)
             else:
                 self.set_attr(o, name, merged)
-        return join_states(a, b)
+        out = join_states(a, b)
+        if a is not None and b is not None and out is not None:
+            out.no_grad, out.silent = no_grad, silent  # both arms go on: as it was before the if
+        return out
 
     def _loop(self, node: ast.For | ast.AsyncFor | ast.While, st: State, fr: Frame, bind: Any) -> State | None:
         carried: set[str] | None = getattr(node, "_gg_carried", None)

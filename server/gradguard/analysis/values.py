@@ -79,6 +79,50 @@ NONE = Const(None)
 UNKNOWN_NUM = Const(None, known=False)
 
 
+@dataclass(frozen=True, eq=False)
+class Cond(Const):
+    """A boolean the code computes from the grad state: ``torch.is_grad_enabled()``, ``x.requires_grad``,
+    ``self.training``, and ``and``/``or``/``not`` of them (``formula``: "grad", "rg", "training", "unk", a bool,
+    or ("and"|"or", a, b) / ("not", a)). Unknown as a value; a branch it guards may be one that cannot run while
+    autograd records (see ``recording_allows``)."""
+
+    known: bool = False
+    formula: Any = "unk"
+
+
+def formula_of(v: Val) -> Any:
+    if isinstance(v, Cond):
+        return v.formula
+    if isinstance(v, Const) and v.known:
+        return bool(v.value)
+    return "unk"
+
+
+def _outcomes(f: Any) -> frozenset[bool]:
+    """The values ``f`` can take while autograd records (grad mode on, the tensors involved requiring grad, the
+    module training), whatever the unknown parts are."""
+    if isinstance(f, bool):
+        return frozenset({f})
+    if f in ("grad", "rg", "training"):
+        return frozenset({True})
+    if isinstance(f, tuple):
+        if f[0] == "not":
+            return frozenset(not x for x in _outcomes(f[1]))
+        a, b = _outcomes(f[1]), _outcomes(f[2])
+        if f[0] == "and":
+            return frozenset(x and y for x in a for y in b)
+        return frozenset(x or y for x in a for y in b)
+    return frozenset({True, False})
+
+
+def recording_allows(v: Val, outcome: bool) -> bool:
+    """Can the condition ``v`` come out ``outcome`` while autograd records? False: the branch it guards only runs
+    without autograd (``if not x.requires_grad:``, ``if torch.is_grad_enabled(): ... else: <in place>``)."""
+    if not isinstance(v, Cond):
+        return True
+    return outcome in _outcomes(v.formula)
+
+
 # Provenance of a graph: (owner, stamp, carry) — owner is a module object or a leaf Storage whose parameters
 # ops of this graph used; stamp orders events; carry is the (Site, name, value Site) of a loop-carried assignment.
 Prov = tuple[Any, int, Any]
