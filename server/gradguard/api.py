@@ -143,6 +143,13 @@ def check_text(source: str | bytes, path: str = "<string>", config: Config | Non
         return p, (sf.lines if sf is not None else ())
 
     mine = [h for h in result.hazards if not h.site.path or h.site.path == file]
+    if result.truncated is not None:
+        note = _gg000(path, result.truncated, 1, "analysis incomplete: this file is too large or too deeply "
+                      "nested to follow in full within the analysis budget; hazards from here on may be missed")
+        note.severity = "info"
+        extra_notes = [note]
+    else:
+        extra_notes = []
     found = [f for f in findings_from_hazards(mine, path, lines, lines_for)
              if config.enabled(f.code, path) and not suppressed(f, lines)]
     for f in found:
@@ -150,6 +157,7 @@ def check_text(source: str | bytes, path: str = "<string>", config: Config | Non
     if fixes and found:
         from gradguard.fixes import attach_fixes
         attach_fixes(found, source)
+    found.extend(extra_notes)
     found.sort(key=Finding.sort_key)
     elsewhere: dict[str, list[Finding]] = {}
     if project is not None:

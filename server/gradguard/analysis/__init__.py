@@ -15,11 +15,12 @@ class Analysis:
     """What one file's analysis found: hazards (in this file, ``site.path == ""``, or in other modules it reached,
     by absolute path) and the absolute paths of the other modules it read."""
 
-    __slots__ = ("deps", "hazards")
+    __slots__ = ("deps", "hazards", "truncated")
 
-    def __init__(self, hazards: list[Hazard], deps: list[str]):
+    def __init__(self, hazards: list[Hazard], deps: list[str], truncated: int | None = None):
         self.hazards = hazards
         self.deps = deps
+        self.truncated = truncated  # the line where the analysis ran out of budget (None: it did not)
 
 
 def analyze(tree: ast.Module, source: str, path: str, project: Project | None = None, file: str = "") -> list[Hazard]:
@@ -34,4 +35,4 @@ def analyze_file(tree: ast.Module, source: str, path: str, project: Project | No
     a = Analyzer(tree, source, path, project=project, file=file)
     hazards = a.run()
     deps = sorted({ctx.path for ctx in a.loaded.values() if ctx.source is not None})
-    return Analysis(hazards, deps)
+    return Analysis(hazards, deps, a.truncated)

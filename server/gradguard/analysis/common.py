@@ -181,19 +181,53 @@ def tensor_facts(v: Val, depth: int = 0, real_only: bool = False) -> tuple[bool,
     return False, frozenset()
 
 
+MAX_FOLD_ITEMS = 10_000  # constants folded only while small: "ab" * 10**9 is left unknown, not built
+MAX_FOLD_BITS = 4_096
+
+
+def _small(v: Any) -> bool:
+    if isinstance(v, bool) or v is None:
+        return True
+    if isinstance(v, int):
+        return v.bit_length() <= MAX_FOLD_BITS
+    if isinstance(v, (str, bytes, tuple, list)):
+        return len(v) <= MAX_FOLD_ITEMS
+    return isinstance(v, (float, complex))
+
+
 def fold(op: ast.operator, a: Any, b: Any) -> Any:
-    if isinstance(op, ast.Add):
-        return a + b
-    if isinstance(op, ast.Sub):
-        return a - b
-    if isinstance(op, ast.Mult):
-        return a * b
-    if isinstance(op, ast.Div):
-        return a / b
-    if isinstance(op, ast.FloorDiv):
-        return a // b
+    """``a op b`` for small constants; None when it is not worth computing (too large, or an error)."""
+    if not (_small(a) and _small(b)):
+        return None
+    if isinstance(op, ast.Mult) and isinstance(a, (str, bytes, tuple, list)) and isinstance(b, int):
+        if len(a) * max(b, 0) > MAX_FOLD_ITEMS:
+            return None
+    if isinstance(op, ast.Mult) and isinstance(b, (str, bytes, tuple, list)) and isinstance(a, int):
+        if len(b) * max(a, 0) > MAX_FOLD_ITEMS:
+            return None
+    if isinstance(op, ast.Mult) and isinstance(a, int) and isinstance(b, int) \
+            and a.bit_length() + b.bit_length() > MAX_FOLD_BITS:
+        return None
     if isinstance(op, ast.Pow):
-        return a ** b if abs(b) < 64 else None
-    if isinstance(op, ast.Mod):
-        return a % b
-    return None
+        if not isinstance(b, (int, float)) or abs(b) >= 64:
+            return None
+        if isinstance(a, int) and a.bit_length() * abs(b) > MAX_FOLD_BITS:
+            return None
+        return a ** b
+    if isinstance(op, ast.Add):
+        out = a + b
+    elif isinstance(op, ast.Sub):
+        out = a - b
+    elif isinstance(op, ast.Mult):
+        out = a * b
+    elif isinstance(op, ast.Div):
+        out = a / b
+    elif isinstance(op, ast.FloorDiv):
+        out = a // b
+    elif isinstance(op, ast.Mod):
+        if isinstance(a, (str, bytes)):
+            return None  # "%s" % x: formatting, not arithmetic
+        out = a % b
+    else:
+        return None
+    return out if _small(out) else None

@@ -70,6 +70,7 @@ class AnalyzerCore:
         self.hazards: dict[tuple[Any, ...], Hazard] = {}
         self.stamp = 0
         self.budget = BUDGET
+        self.truncated: int | None = None  # the line where the analysis ran out of budget, if it did
         self.active: list[FuncInfo] = []
         self.functions: list[FuncInfo] = []
         self.classes: list[ClassInfo] = []

@@ -92,7 +92,7 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         try:
             self.exec_block(self.tree.body, st, fr, module=True)
         except Budget:
-            pass
+            pass  # exec_stmt noted where (see AnalyzerCore.truncated)
         refs = _references(self.tree)
         for fi in list(self.functions):
             if _private_helper(fi, refs):

@@ -67,6 +67,9 @@ class Statements(AnalyzerCore):
     def exec_stmt(self, s: ast.stmt, st: State, fr: Frame) -> State | None:
         self.budget -= 1
         if self.budget <= 0:
+            line = s.lineno if self.mod.is_root else (self.entry[1].line if self.entry else 1)
+            if self.truncated is None or line < self.truncated:
+                self.truncated = line
             raise Budget()
         if self.mod is not self.root:
             self.foreign_used += 1
