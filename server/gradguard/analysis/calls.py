@@ -199,6 +199,8 @@ class Calls(AnalyzerCore):
             if rg == YES:
                 return T(frozenset({Storage(f"created with requires_grad=True ({raw.rsplit('.', 1)[-1]})",
                                             self.site(n), leaf=True)}), rg=YES, leaf=True, origin=raw)
+            if qual in L.TORCH_FACTORIES:
+                return self.new_tensor([], st, raw.rsplit(".", 1)[-1], min_rg=NO)
             real = [v for v in (*pos, *kw.values()) if not (isinstance(v, T) and v.maybe_tensor)]
             return self.new_tensor(real, st, raw.rsplit(".", 1)[-1], min_rg=rg)
         return UNKNOWN
@@ -512,6 +514,15 @@ class Calls(AnalyzerCore):
             if info.multi_output_view:
                 return Seq(None, vt, "tuple")
             res = vt
+        elif info.returns_tuple and info.n_outputs and info.kind != "module" and not only_maybe:
+            # max(dim), sort, topk: separate outputs, of which backward reads some (the indices)
+            outs = [T(frozenset({Storage(f"{display}[{i}]")}), rg=out_rg, prov=prov, origin=display)
+                    for i in range(info.n_outputs)]
+            if grad_on and any_rg and info.saves_output and info.output_saved(rgmap):
+                for i in (info.saved_output_indices or range(info.n_outputs)):
+                    if i < len(outs):
+                        self.save(outs[i], st, SaveRecord(display, f"its output [{i}]", site, info.name))
+            return Seq.of(tuple(outs), "tuple")
         else:
             # Ops that return tuples (topk, sort, max(dim), LSTM): unpacking yields their outputs, not views.
             if only_maybe:

@@ -113,7 +113,8 @@ NONDIFF_BUILTINS = ("builtins.print", "builtins.float", "builtins.int", "builtin
 GRAPH_MARKERS = (".backward(", "requires_grad", "Parameter(", "torch.optim", "autograd", "nn.Module", "forward(")
 
 
-INT_NAME = re.compile(r"(^|_)(ids|labels?|mask|masks|indices|index|idx|positions?)$")
+# Parameters by these names hold integer tensors or targets: they do not require grad
+INT_NAME = re.compile(r"(^|_)(ids|labels?|mask|masks|indices|index|idx|positions?|targets?|gt|y_true)$")
 
 
 def annotated_tensor(ann: ast.expr | None) -> bool:

@@ -393,6 +393,9 @@ class Expressions(AnalyzerCore):
             return Method(base, attr, n)
         if isinstance(base, Super):
             return Method(base, attr, n)
+        if isinstance(base, Seq) and base.kind == "tuple" and base.items is not None \
+                and attr in ("values", "indices") and len(base.items) == 2:
+            return base.items[0 if attr == "values" else 1]  # max(dim).values, topk(k).indices
         if isinstance(base, (Seq, Alt, Params)):
             return Method(base, attr, n)
         return UNKNOWN

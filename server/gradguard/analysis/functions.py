@@ -129,11 +129,9 @@ def body_size(node: ast.AST) -> int:
 
 
 def widen_default(d: Val) -> Val:
-    """For an object built with its defaults only (the stand-in ``self`` of a method analysed on its own): a
-    default is one possible value, not the only one (``residual=False`` may be passed as True). Sizes and rates
-    keep their default; classes, functions and module instances too (they are what the default usage runs)."""
-    if isinstance(d, Const) and d.known:
-        if isinstance(d.value, (int, float)) and not isinstance(d.value, bool):
-            return d
-        return UNKNOWN if d.value is None else UNKNOWN_NUM
-    return d
+    """For an object built with its defaults only (the stand-in ``self`` of a method analysed on its own): a flag's
+    default is one possible value, not the only one (``residual=False`` may be passed as True). Other defaults
+    (sizes, names, None, classes, module instances) are the default configuration, and stay."""
+    if isinstance(d, Const) and d.known and isinstance(d.value, bool):
+        return UNKNOWN_NUM  # a flag: either value is a configuration someone uses
+    return d  # sizes, names, None, classes, instances: the default configuration

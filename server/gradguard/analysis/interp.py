@@ -158,9 +158,6 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         for p in params + list(args.kwonlyargs):
             is_tensor = annotated_tensor(p.annotation) or (tensor_params and p.annotation is None)
             rg = NO if INT_NAME.search(p.arg) else param_rg  # token ids, labels, masks, indices: integer tensors
-            if rg == NO and fi.cls is None and annotated_tensor(p.annotation) and not INT_NAME.search(p.arg) \
-                    and p.arg not in defaults:
-                rg = MAYBE  # a free function requiring a Tensor argument: typed, differentiable-by-design code
             d = defaults.get(p.arg)
             # A default is one possible value, not the only one: a caller may pass a tensor for `weight=None`,
             # `inplace=True` for `inplace=False`. Sizes and rates keep their default (they select no hazard).

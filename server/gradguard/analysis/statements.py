@@ -38,11 +38,14 @@ from gradguard.analysis.values import (
     Func,
     FuncInfo,
     Obj,
+    Params,
     Seq,
+    Storage,
     T,
     Val,
     join,
     next_id,
+    ordered,
     recording_allows,
 )
 
@@ -190,7 +193,10 @@ class Statements(AnalyzerCore):
                 self.set_attr(obj, t.attr, v)
         elif isinstance(t, ast.Subscript):
             base = self.ev(t.value, st, fr)
-            self.ev_nograd(t.slice, st, fr)
+            key = self.ev_nograd(t.slice, st, fr)
+            if (isinstance(key, Const) and isinstance(key.value, str)) or isinstance(t.slice, ast.JoinedStr) or (
+                    isinstance(v, Const) and isinstance(v.value, str)):
+                return  # `d["name"] = ...`, `d[key] = "text"`: a dict or list item, not a tensor write
             if isinstance(base, T) and not base.maybe_tensor:
                 info = self.kb.get("operator.setitem")
                 tgt = self.text(t.value)
@@ -373,11 +379,30 @@ class Statements(AnalyzerCore):
     def s_For(self, s: ast.For | ast.AsyncFor, st: State, fr: Frame) -> State | None:
         it = self.ev(s.iter, st, fr)
         el = self.elem(it, s.iter)
+        per_pass = isinstance(it, (Seq, Alt, Params)) or (isinstance(it, T) and it.maybe_tuple)
 
         def bind(state: State) -> None:
-            self.assign(s.target, el, state, fr, s)
+            # Iterating a list gives a different element each time: what one pass saved of its element is not
+            # the next pass's element (iterating a tensor gives views of one storage, which is).
+            self.assign(s.target, self.fresh_element(el, state) if per_pass else el, state, fr, s)
 
         return self._loop(s, st, fr, bind)
+
+    def fresh_element(self, v: Val, st: State, depth: int = 0) -> Val:
+        """``v`` as the element of one iteration: tensors get their own storages, which keep what was saved of
+        the list's elements before the loop (a write to one of them still trips an earlier save)."""
+        if isinstance(v, T):
+            saved = st.heap.saved
+            copies = []
+            for s0 in ordered(v.storages):
+                c = Storage(s0.desc, s0.site, s0.leaf, s0.param_of)
+                if s0 in saved:
+                    saved[c] = saved[s0]
+                copies.append(c)
+            return v.with_(storages=frozenset(copies))
+        if isinstance(v, Seq) and v.items is not None and depth < 2:
+            return Seq.of([self.fresh_element(x, st, depth + 1) for x in v.items], v.kind)
+        return v
 
     s_AsyncFor = s_For
 

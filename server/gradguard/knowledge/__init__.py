@@ -70,6 +70,8 @@ class OpInfo:
     train_kwarg_default: bool | None = None
     returns_tuple: bool = False
     output_requires_grad: bool = True  # False: the result never requires grad (zeros_like, argmax, new_empty)
+    n_outputs: int = 0  # for ops returning a tuple (max(dim): values, indices)
+    saved_output_indices: tuple[int, ...] = ()  # which of those outputs backward reads
 
     @staticmethod
     def from_json(name: str, d: Mapping[str, Any]) -> OpInfo:
@@ -95,6 +97,8 @@ class OpInfo:
             train_kwarg_default=d.get("train_kwarg_default"),
             returns_tuple=bool(d.get("returns_tuple", False)),
             output_requires_grad=bool(d.get("output_requires_grad", True)),
+            n_outputs=int(d.get("n_outputs", 0)),
+            saved_output_indices=tuple(int(i) for i in d.get("saved_output_indices", ())),
         )
 
     def saved_args(self, requires_grad: Mapping[str, bool]) -> list[str]:

@@ -123,6 +123,7 @@ def probe_spec(spec: Spec) -> dict[str, Any]:
     outs = E.flatten_tensors(base.output)
     if isinstance(base.output, (tuple, list)):
         entry["returns_tuple"] = True  # unpacking the result gives its outputs, not views of one tensor
+        entry["n_outputs"] = len(base.output)
     if out_idx and not isinstance(base.output, torch.Tensor) and len(outs) > 1:
         entry["saved_output_indices"] = sorted(out_idx)
     if internal:

@@ -58,6 +58,15 @@ WRAPPERS = frozenset({
 DISTRIBUTIONS_PREFIX = "torch.distributions."
 NOT_DIFFERENTIABLE_METHODS = frozenset({"sample", "sample_n", "enumerate_support", "support"})
 
+# torch's creation functions: a new tensor that does not require grad (unless requires_grad=True), whatever its
+# arguments are (a fill value computed from a tensor is read as a number)
+TORCH_FACTORIES = frozenset({
+    "torch.zeros", "torch.ones", "torch.full", "torch.empty", "torch.empty_strided", "torch.arange", "torch.range",
+    "torch.linspace", "torch.logspace", "torch.eye", "torch.rand", "torch.randn", "torch.randint", "torch.randperm",
+    "torch.tensor", "torch.from_numpy", "torch.tril_indices", "torch.triu_indices", "torch.bernoulli",
+    "torch.poisson", "torch.scalar_tensor", "torch.sparse_coo_tensor_unsafe", "torch.frombuffer",
+})
+
 DEEPCOPY = frozenset({"copy.deepcopy"})
 PARTIAL = frozenset({"functools.partial"})
 
