@@ -488,7 +488,11 @@ class Calls(AnalyzerCore):
                     if sv.leaf:
                         prov |= {(s, self.stamp, None) for s in sv.storages if s.leaf}
         # 3. the result
-        out_rg = YES if any_rg and grad_on and info.output_requires_grad else NO
+        if info.grad_from is not None:
+            any_out = any(rgmap.get(a, False) for a in info.grad_from)
+        else:
+            any_out = any_rg
+        out_rg = YES if any_out and grad_on and info.output_requires_grad else NO
         if mutated is not None:
             res: Val = mutated.with_(rg=max(mutated.rg, out_rg) if grad_on else mutated.rg, prov=mutated.prov | prov)
         elif out_t is not None:

@@ -38,6 +38,7 @@ from gradguard.analysis.values import (
     Storage,
     Super,
     T,
+    UnknownT,
     Val,
     formula_of,
     fresh,
@@ -57,6 +58,12 @@ MODULE_API = frozenset({
 })
 # tensor methods code reads as values without calling them (bound methods passed on): not properties
 TENSOR_METHOD_VALUES = frozenset({"size", "dim", "numel", "item", "tolist", "backward", "register_hook"})
+# attributes of what a model or distribution returns that are tensors computed from it
+TENSOR_PROPERTIES = frozenset({
+    "mean", "mode", "stddev", "variance", "probs", "logits", "loc", "scale", "concentration", "rate",
+    "last_hidden_state", "pooler_output", "hidden_states", "attentions", "loss", "prediction_logits",
+    "sample", "rsample", "pred", "out", "output", "features", "embeddings",
+})
 
 _EXPR: dict[type, Any] = {}  # node class -> handler (an ``e_*`` method): dispatch without building names
 
@@ -296,8 +303,8 @@ class Expressions(AnalyzerCore):
         return UNKNOWN
 
     def _advanced_index(self, sl: ast.expr, idx: Val) -> bool:
-        if isinstance(idx, T):
-            return True
+        if isinstance(idx, (T, UnknownT, Obj)):
+            return True  # a tensor index (or one we cannot tell from a tensor, `x[n_id]`): a copy, not a view
         if isinstance(sl, (ast.List, ast.ListComp)):
             return True
         if isinstance(sl, ast.Tuple):
@@ -324,8 +331,10 @@ class Expressions(AnalyzerCore):
             if isinstance(recv, T) and recv.maybe_tensor and self.kb.get(f"Tensor.{n.attr}") is None:
                 # an unknown value (a parameter) read like an object: `model.reward_model`, `batch.x`
                 return self.opaque_child(self.opaque_for(recv), n.attr)
+            if isinstance(recv, T) and not recv.maybe_tensor and n.attr in TENSOR_PROPERTIES:
+                return self.new_tensor([recv], st, n.attr)  # `dist.mean`, `outputs.logits` of a call's result
             if isinstance(recv, T) and not recv.maybe_tensor and n.attr not in TENSOR_METHOD_VALUES:
-                return self.new_tensor([recv], st, n.attr)
+                return self.opaque_child(self.opaque_for(recv), n.attr)  # `out.stores`: something of an object
         return v
 
     def getattr(self, base: Val, attr: str, n: ast.AST | None, st: State) -> Val:

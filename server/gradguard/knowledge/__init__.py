@@ -71,6 +71,7 @@ class OpInfo:
     returns_tuple: bool = False
     output_requires_grad: bool = True  # False: the result never requires grad (zeros_like, argmax, new_empty)
     n_outputs: int = 0  # for ops returning a tuple (max(dim): values, indices)
+    grad_from: tuple[str, ...] | None = None  # the args whose grad the result inherits (None: all of them)
     saved_output_indices: tuple[int, ...] = ()  # which of those outputs backward reads
 
     @staticmethod
@@ -98,6 +99,7 @@ class OpInfo:
             returns_tuple=bool(d.get("returns_tuple", False)),
             output_requires_grad=bool(d.get("output_requires_grad", True)),
             n_outputs=int(d.get("n_outputs", 0)),
+            grad_from=tuple(d["grad_from"]) if "grad_from" in d else None,
             saved_output_indices=tuple(int(i) for i in d.get("saved_output_indices", ())),
         )
 

@@ -92,6 +92,7 @@ def probe_spec(spec: Spec) -> dict[str, Any]:
     out_idx: set[int] = set()
     internal = False
     grad_out = False  # does any output require grad when an input does?
+    grad_from: list[str] = []  # the inputs whose requiring grad makes an output require grad
     for src in sources:
         r = E.run(spec, arg_names, {src})
         if r.error:
@@ -103,7 +104,9 @@ def probe_spec(spec: Spec) -> dict[str, Any]:
                 entry.setdefault("errors", {})[src] = r.error
             continue
         mutated |= r.mutated
-        grad_out = grad_out or any(t.requires_grad for t in E.flatten_tensors(r.output))
+        if any(t.requires_grad for t in E.flatten_tensors(r.output)):
+            grad_out = True
+            grad_from.append(src)
         for name in r.saved:
             saves.setdefault(name, []).append(src)
         if r.saved_outputs:
@@ -116,6 +119,9 @@ def probe_spec(spec: Spec) -> dict[str, Any]:
             and "errors" not in entry:
         # zeros_like, new_empty, argmax, bernoulli: the result never requires grad, whatever the inputs
         entry["output_requires_grad"] = False
+    elif grad_out and spec.kind != "module" and set(grad_from) != set(float_args) and "errors" not in entry:
+        # expand_as(other), type_as(other): `other` gives a shape or a dtype, not a value the result depends on
+        entry["grad_from"] = [a for a in grad_from if a in float_args]
     if spec.kind != "module" and len(float_args) >= 2:
         when_number = _number_variants(spec, arg_names, float_args, saves, saves_output)
         if when_number:
