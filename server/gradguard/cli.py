@@ -10,12 +10,6 @@ from collections.abc import Sequence
 from gradguard import __version__
 
 
-def _codes(s: str | None) -> tuple[str, ...] | None:
-    if s is None:
-        return None
-    return tuple(c.strip().upper() for c in s.split(",") if c.strip())
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="gradguard", description=__doc__)
     p.add_argument("--version", action="version", version=f"gradguard {__version__}")
@@ -78,14 +72,23 @@ def cmd_check(args: argparse.Namespace) -> int:
     import os
 
     from gradguard.api import check_paths
-    from gradguard.config import load_config
-    from gradguard.output import FORMATS
+    from gradguard.config import ConfigError, check_cli_codes, load_config
+    from gradguard.output import FORMATS, display_path
 
     for p in args.paths:
         if not os.path.exists(p):
             print(f"gradguard: error: {p}: no such file or directory", file=sys.stderr)
             return 2
-    config = load_config(args.paths[0]).with_overrides(select=_codes(args.select), ignore=_codes(args.ignore))
+    try:
+        select = check_cli_codes("--select", args.select)
+        ignore = check_cli_codes("--ignore", args.ignore)
+        config = load_config(args.paths[0]).with_overrides(select=select, ignore=ignore)
+    except ConfigError as e:
+        # A bad configuration is a usage error (exit 2, like ruff), never "findings" (1) nor a silent no-op.
+        if e.source:
+            e.source = display_path(e.source)
+        print(f"gradguard: error: {e}", file=sys.stderr)
+        return 2
     want_fixes = not args.no_fixes or args.fix or args.diff
     findings = check_paths(args.paths, config, jobs=args.jobs or None, fixes=want_fixes)
     if args.fix or args.diff:

@@ -158,15 +158,18 @@ class Controller:
         self.apply_edit_support = True
         self.log_handler: logging.Handler | None = None
         self._logged: set[str] = set()
+        self._shown: set[str] = set()  # configuration problems already notified
         self._tokens = itertools.count(1)
         self._lock = threading.Lock()
         self.cancel_runs = threading.Event()  # set at shutdown: stops scripts started by gradguard.runFile
 
     # ----------------------------------------------------------------------------------------------- logging
-    def _send_log(self, level: T.MessageType, message: str) -> None:
+    def _send_log(self, level: T.MessageType, message: str, show: bool = False) -> None:
         def send() -> None:
             try:
                 self.ls.window_log_message(T.LogMessageParams(type=level, message=message))
+                if show:
+                    self.ls.window_show_message(T.ShowMessageParams(type=level, message=message))
             except Exception:  # pragma: no cover - the transport may be gone
                 pass
 
@@ -197,6 +200,40 @@ class Controller:
                 self._logged.add(message)
         log.error(message)
         self._send_log(T.MessageType.Error, message)
+
+    def settings_problems(self, warnings: list[str]) -> None:
+        """Bad editor settings: a log line each, and one notification for all (those values keep their default)."""
+        for w in warnings:
+            self.log_warning(w)
+        if warnings:
+            head = warnings[0] if len(warnings) == 1 else f"{len(warnings)} settings ignored: " + "; ".join(warnings)
+            self._send_show(T.MessageType.Warning, f"gradguard: {head} (the default is used)")
+
+    def config_problems(self) -> None:
+        """A pyproject.toml that does not load: one notification and one log line per distinct problem; that
+        file's directory is linted with the default configuration meanwhile."""
+        for msg in list(self.configs.errors.values()):
+            with self._lock:
+                if msg in self._shown:
+                    continue
+                self._shown.add(msg)
+            text = f"gradguard: {msg} (linting with the default configuration until it is fixed)"
+            log.error(text)
+            self._send_log(T.MessageType.Error, text, show=True)
+
+    def _send_show(self, level: T.MessageType, message: str) -> None:
+        def send() -> None:
+            try:
+                self.ls.window_show_message(T.ShowMessageParams(type=level, message=message))
+            except Exception:  # pragma: no cover - the transport may be gone
+                pass
+
+        if self.loop is None:
+            return
+        if threading.current_thread() is threading.main_thread() and _running_loop() is self.loop:
+            send()
+        else:
+            self.loop.call_soon_threadsafe(send)
 
     def configure_logging(self) -> None:
         level = {"error": logging.ERROR, "warning": logging.WARNING, "info": logging.INFO,
@@ -235,8 +272,7 @@ class Controller:
         self.progress_support = bool(caps.window and caps.window.work_done_progress)
         self.settings, warnings = parse_settings(params.initialization_options, self.settings)
         self.configure_logging()
-        for w in warnings:
-            self.log_warning(w)
+        self.settings_problems(warnings)
 
     async def on_initialized(self, params: T.InitializedParams) -> None:
         self.loop = _running_loop()
@@ -438,6 +474,8 @@ class Controller:
         except RuntimeError:
             pass
         table, table_root = self.configs.table_for(path, root)
+        if self.configs.errors:
+            self.config_problems()
         return effective_config(self.settings, table, table_root or (root or "")), root
 
     def _work(self, u: Unit, snap: Snapshot, gen: int) -> Result | None:
@@ -576,8 +614,7 @@ class Controller:
                     raw = None
         self.settings, warnings = parse_settings(raw, self.settings)
         self.configure_logging()
-        for w in warnings:
-            self.log_warning(w)
+        self.settings_problems(warnings)
         self.configs.clear()
         self.refresh_all()
 
@@ -590,6 +627,8 @@ class Controller:
                 self._clear_run_for(ch.uri)
         if config_changed:
             self.configs.clear()
+            with self._lock:
+                self._shown.clear()  # a pyproject.toml that is still wrong after an edit says so again
             self.refresh_all()
 
     # ------------------------------------------------------------------------------------- code actions
