@@ -286,13 +286,6 @@ def _block_margin(text: str) -> str | None:
     return None
 
 
-def _char_col(line: str, byte_col: int) -> int:
-    """0-based character column of a UTF-8 byte column of ``line`` (what ``ast`` reports)."""
-    if line.isascii():
-        return byte_col
-    return len(line.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
-
-
 @lru_cache(maxsize=256)
 def _statements(text: str) -> int | None:
     """How many statements ``text`` holds once dedented (parsed alone, or as the body of an ``if``); None when

@@ -178,12 +178,12 @@ class _ScopeFacts:
     def __init__(self, scope: ast.AST) -> None:
         self.params: set[str] = set()
         if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            a = scope.args
-            self.params = {p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs]}
-            if a.vararg:
-                self.params.add(a.vararg.arg)
-            if a.kwarg:
-                self.params.add(a.kwarg.arg)
+            args = scope.args
+            self.params = {p.arg for p in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+            if args.vararg:
+                self.params.add(args.vararg.arg)
+            if args.kwarg:
+                self.params.add(args.kwarg.arg)
         self.names: dict[str, _NameFacts] = {}
         loops: list[tuple[int, int]] = []
         for n in _scope_nodes(scope):
@@ -362,7 +362,9 @@ def _slots(node: ast.AST) -> list[ast.expr]:
     """The children of ``node`` that sit in a comma-separated slot (a call argument or keyword value, an element
     of a list/tuple/set, a dict value): any single expression may replace them."""
     if isinstance(node, ast.Call):
-        return [*node.args, *(k.value for k in node.keywords)]
+        return list(node.args)
+    if isinstance(node, ast.keyword):
+        return [node.value]
     if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
         return list(node.elts)
     if isinstance(node, ast.Dict):
@@ -381,13 +383,13 @@ def expression_slot(stmt: ast.stmt, start: tuple[int, int], end: tuple[int, int]
         slots = {id(x) for x in _slots(node)}
         nxt = None
         for child in ast.iter_child_nodes(node):
-            if not hasattr(child, "end_lineno") or isinstance(child, ast.stmt):
+            if not isinstance(child, (ast.expr, ast.keyword)):
                 continue
             if (child.lineno, child.col_offset) <= start and end <= (child.end_lineno, child.end_col_offset):
                 nxt = child
                 break
         if nxt is None:
             return best
-        if id(nxt) in slots and not isinstance(nxt, ast.Starred):
-            best = nxt  # type: ignore[assignment]
+        if id(nxt) in slots and isinstance(nxt, ast.expr) and not isinstance(nxt, ast.Starred):
+            best = nxt
         node = nxt
