@@ -200,9 +200,7 @@ def check_paths(paths: Iterable[str], config: Config | None = None, jobs: int | 
     config = config or load_config(paths[0] if paths else ".")
     files = list(iter_python_files(paths, config))
     if project is True:
-        from gradguard.project import build_project
-
-        project = build_project(paths, config.root, config.src, python=python)
+        project = project_for(paths, config, python)
     elif project is False:
         project = None
     jobs = jobs or os.cpu_count() or 1
@@ -224,6 +222,26 @@ def check_paths(paths: Iterable[str], config: Config | None = None, jobs: int | 
             for part in ex.map(_check_many, [(c, config, fixes, project) for c in chunks]):
                 results.extend(part)
     return merge_results(results, fixes)
+
+
+def project_for(paths: Sequence[str], config: Config, python: str | None = None) -> Project:
+    """The project ``check_paths`` follows imports through (workspace roots, ``src``, the site-packages of
+    ``python``, else of ``[tool.gradguard] python``, else of the interpreter running gradguard)."""
+    from gradguard.project import build_project
+
+    return build_project(list(paths), config.root, config.src, python=python or config.python or None)
+
+
+def fix_file(path: str, text: str, findings: Sequence[Finding], config: Config | None = None,
+             unsafe: bool = False, project: Project | None = None) -> Any:
+    """What ``--fix`` does to one file: :func:`gradguard.fixes.fix_until_stable`, re-checking with the same
+    configuration and project. Returns its ``FixOutcome``."""
+    from gradguard.fixes import fix_until_stable
+
+    def recheck(new: str) -> list[Finding]:
+        return check_text(new, path, config, fixes=True, project=project).findings
+
+    return fix_until_stable(text, findings, recheck, unsafe=unsafe)
 
 
 def merge_results(results: list[FileResult], fixes: bool = True) -> list[Finding]:
