@@ -89,6 +89,29 @@ class FixOutcome:
     rejected: list[Finding] = field(default_factory=list)  # fixes that leave their finding: never applied
 
 
+def verify_round(text: str, findings: Sequence[Finding], recheck: Callable[[str], Sequence[Finding]],
+                 unsafe: bool = False) -> tuple[list[tuple[Finding, Fix]], str, list[Finding], list[Finding]]:
+    """One round of :func:`fix_until_stable`: the preferred fixes that hold together (each one's finding is gone
+    when ``recheck`` looks at the result), the text with them applied, the findings ``recheck`` reports there,
+    and the findings whose fix was withdrawn."""
+    rejected: set[int] = set()
+    while True:
+        chosen = _choose(findings, unsafe, rejected)
+        if not chosen:
+            return [], text, list(findings), [findings[i] for i in sorted(rejected)]
+        edits = [e for _, fx in chosen for e in fx.edits]
+        new = apply_edits(text, edits)
+        after = list(recheck(new))
+        if any(g.code == "GG000" for g in after) and not any(g.code == "GG000" for g in findings):
+            # the fixes together break the file: none of them
+            rejected.update(i for i, f in enumerate(findings) if applicable_fix(f, unsafe) is not None)
+            continue
+        failed = {id(f) for f, _ in chosen if _persists(f, edits, after)}
+        if not failed:
+            return chosen, new, after, [findings[i] for i in sorted(rejected)]
+        rejected.update(i for i, f in enumerate(findings) if id(f) in failed)
+
+
 def fix_until_stable(text: str, findings: Sequence[Finding], recheck: Callable[[str], Sequence[Finding]],
                      unsafe: bool = False, max_rounds: int = 6) -> FixOutcome:
     """What ``gradguard check --fix`` applies: verified, idempotent fixes.
@@ -102,29 +125,11 @@ def fix_until_stable(text: str, findings: Sequence[Finding], recheck: Callable[[
     fixed_first = 0
     rejected_first: list[Finding] = []
     for rnd in range(max_rounds + 1):
-        rejected: set[int] = set()
-        while True:
-            chosen = _choose(cur_findings, unsafe, rejected)
-            if not chosen:
-                break
-            edits = [e for _, fx in chosen for e in fx.edits]
-            new = apply_edits(cur, edits)
-            after = list(recheck(new))
-            if any(g.code == "GG000" for g in after) and not any(g.code == "GG000" for g in cur_findings):
-                rejected.update(i for i, f in enumerate(cur_findings) if applicable_fix(f, unsafe) is not None)
-                continue  # the fixes together break the file: none of them
-            failed = {id(f) for f, _ in chosen if _persists(f, edits, after)}
-            if not failed:
-                break
-            rejected.update(i for i, f in enumerate(cur_findings) if id(f) in failed)
+        chosen, new, after, rejected = verify_round(cur, cur_findings, recheck, unsafe)
         if rnd == 0:
-            rejected_first = [cur_findings[i] for i in sorted(rejected)]
+            fixed_first, rejected_first = len(chosen), rejected
         if not chosen:
             return FixOutcome(cur, fixed_first, rnd, True, rejected_first)
-        if rnd == max_rounds:
-            break
-        if rnd == 0:
-            fixed_first = len(chosen)
         cur, cur_findings = new, after
     return FixOutcome(text, 0, max_rounds, False, rejected_first)
 

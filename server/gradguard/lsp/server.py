@@ -59,6 +59,10 @@ class Result:
     entries: list[Entry]
     parse_ok: bool
     error: bool = False
+    text: str = ""  # what was checked, and how: for verifying the fix-all edit on demand
+    path: str = ""
+    config: Any = None
+    verified: set[int] | None = None  # ids of the findings whose preferred safe fix holds (None: not yet known)
 
 
 @dataclass
@@ -518,7 +522,8 @@ class Controller:
                            for ln in touched):
                         shown.append(f)
             entries = [e for e in (to_entry(f, mapper, snap.version) for f in shown) if e is not None]
-            return Result(snap.version, gen, lines, mapper, shown, entries, parse_ok)
+            return Result(snap.version, gen, lines, mapper, shown, entries, parse_ok, text=snap.text, path=path,
+                          config=config)
         except Exception as e:  # an analyzer bug: log it, this document gets no diagnostics
             import traceback
 
@@ -647,16 +652,38 @@ class Controller:
             out.append(e)
         return u, out
 
-    def fix_all_edit(self, u: Unit) -> tuple[T.WorkspaceEdit | None, int]:
-        """One edit applying every finding's preferred safe fix (non-overlapping; never noqa)."""
-        if u.result is None:
+    def _verify_fixes(self, r: Result) -> set[int]:
+        """Runs in a worker thread: which findings' preferred safe fixes really remove them, applied together (the
+        same check as ``gradguard check --fix``: a fix that leaves its finding is never applied on save)."""
+        from gradguard.api import check_source
+        from gradguard.fixes import verify_round
+
+        def recheck(text: str) -> list[Finding]:
+            return check_source(text, r.path, r.config, fixes=True)
+
+        try:
+            chosen, _, _, _ = verify_round(r.text, [f for f in r.findings if f.code != "GG000"], recheck)
+        except Exception as e:  # an analyzer bug: no fix-all rather than a broken server
+            self.log_error(f"gradguard: internal error while verifying fixes: {e}", once=True)
+            return set()
+        return {id(f) for f, _ in chosen}
+
+    async def fix_all_edit(self, u: Unit) -> tuple[T.WorkspaceEdit | None, int]:
+        """One edit applying every finding's preferred safe fix that holds (non-overlapping; never noqa)."""
+        r = u.result
+        if r is None or not r.parse_ok or r.error:
             return None, 0
+        if r.verified is None:
+            try:
+                r.verified = await asyncio.get_running_loop().run_in_executor(self.pool, self._verify_fixes, r)
+            except RuntimeError:  # the pool is shut down: the server is exiting
+                return None, 0
         chosen: list[tuple[str, T.TextEdit]] = []
         spans: list[tuple[tuple[int, int], tuple[int, int]]] = []
         applied = 0
-        for e in u.result.entries:
+        for e in r.entries:
             fx = next((x for x in e.fixes if x.fix.preferred), None)
-            if fx is None or not fx.fix.safe or fx.fix.kind == "noqa":
+            if fx is None or not fx.fix.safe or fx.fix.kind == "noqa" or id(e.finding) not in r.verified:
                 continue
             mine = [((m.line, m.column), (m.end_line, m.end_column)) for m in fx.fix.edits]
             if any(not (b1 <= a2 or b2 <= a1) for a1, b1 in mine for a2, b2 in spans):
@@ -698,7 +725,7 @@ class Controller:
                         title=fx.fix.title, kind=T.CodeActionKind.QuickFix, diagnostics=[d],
                         is_preferred=True if fx.fix.preferred else None, edit=fx.workspace_edit()))
         if u is not None and wanted(FIX_ALL_KIND):
-            edit, n = self.fix_all_edit(u)
+            edit, n = await self.fix_all_edit(u)
             if edit is not None:
                 actions.append(T.CodeAction(title=f"gradguard: fix all ({n} safe fix{'es' if n != 1 else ''})",
                                             kind=FIX_ALL_KIND, edit=edit))
@@ -743,7 +770,7 @@ class Controller:
         if u is None:
             raise JsonRpcException(f"gradguard.fixAll: {uri} is not open", code=REQUEST_FAILED)
         await self.ensure_result(u)
-        edit, n = self.fix_all_edit(u)
+        edit, n = await self.fix_all_edit(u)
         if edit is None:
             return {"applied": 0}
         res = await self.ls.workspace_apply_edit_async(
