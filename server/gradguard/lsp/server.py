@@ -1128,7 +1128,20 @@ class Controller:
                     config, root = self._config_for(p)
                     if excluded(p, config, root):
                         continue
-                    findings = check_source(data, p, config, fixes=True)
+                    findings = None
+                    if LARGE_CHARS < len(data) <= MAX_CHARS:  # a huge file: in a child process, as open ones
+                        from gradguard.api import decode_source
+                        from gradguard.lsp.isolated import check_in_child
+
+                        try:
+                            decoded = decode_source(data)
+                        except (UnicodeDecodeError, LookupError):
+                            pass  # check_source says so (GG000)
+                        else:
+                            findings = check_in_child(decoded, p, config, lambda: self.exiting, self.children,
+                                                      self._lock)
+                    if findings is None:
+                        findings = check_source(data, p, config, fixes=True)
                     text = data.decode("utf-8", "replace")
                     mapper = Mapper.single(uri, split_lines(text), self.encoding)
                     out.append((uri, [e for e in (to_entry(f, mapper, None) for f in findings) if e]))
