@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from gradguard.config import Config, load_config
 from gradguard.files import iter_python_files
-from gradguard.model import Finding
+from gradguard.model import Finding, source_lines
 
 if TYPE_CHECKING:
     from gradguard.project import Project
@@ -130,7 +130,7 @@ def check_text(source: str | bytes, path: str = "<string>", config: Config | Non
     from gradguard.analysis import analyze_file
     from gradguard.rules import findings_from_hazards
 
-    lines = source.splitlines()
+    lines = source_lines(source)  # numbered as ast numbers them (not str.splitlines)
     try:
         result = analyze_file(tree, source, path, project, file)
     except RecursionError:

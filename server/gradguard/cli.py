@@ -73,6 +73,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     from gradguard.api import check_paths, fix_file, project_for
     from gradguard.config import ConfigError, check_cli_codes, load_config
+    from gradguard.model import source_lines_keepends
     from gradguard.output import FORMATS, display_path
     from gradguard.output import text as text_output
 
@@ -111,7 +112,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             changed += 1
             if args.diff:
                 sys.stdout.writelines(difflib.unified_diff(
-                    old.splitlines(True), new.splitlines(True), fromfile=f"a/{path}", tofile=f"b/{path}"))
+                    source_lines_keepends(old), source_lines_keepends(new), fromfile=f"a/{path}",
+                    tofile=f"b/{path}"))
             else:
                 with open(path, "wb") as fh:
                     fh.write(new.encode(encoding))

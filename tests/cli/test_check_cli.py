@@ -295,3 +295,17 @@ def test_fifo_in_process_api(tmp_path: Path) -> None:
     files, findings = out[0]
     assert [Path(f).name for f in files] == ["ok.py"]
     assert [(f.code, f.message) for f in findings] == [("GG000", "skipped: not a regular file")]
+
+
+@pytest.mark.parametrize("sep", ["\u2028", "\u2029", "\x85", "\x1c", "\x0c"])
+def test_lines_are_numbered_as_python_numbers_them(sep: str) -> None:
+    """str.splitlines() also splits at these, Python does not: the noqa, the columns and the fixes of every line
+    after one must still be those of the finding's own line."""
+    src = HAZARD.replace("import torch\n", f"import torch\ns = '{sep}'  # {sep}\n")
+    (f,) = check_source(src, "x.py")
+    assert (f.line, f.column, f.code) == (6, 1, "GG101")
+    assert f.fixes[0].title == "Rewrite `y += 1` as `y = y + 1`"
+    from gradguard.fixes import apply_edits
+
+    assert "y = y + 1" in apply_edits(src, f.fixes[0].edits).split("\n")[5]
+    assert check_source(src.replace("y += 1", "y += 1  # noqa: GG101"), "x.py") == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from gradguard.model import Edit, Finding, Fix
+from gradguard.model import Edit, Finding, Fix, source_lines, source_lines_keepends
 
 
 def _offsets(lines: Sequence[str]) -> list[int]:
@@ -17,7 +17,7 @@ def _offsets(lines: Sequence[str]) -> list[int]:
 
 def apply_edits(text: str, edits: Sequence[Edit]) -> str:
     """Apply non-overlapping edits (1-based line/column in characters, end exclusive)."""
-    lines = text.splitlines(keepends=True)
+    lines = source_lines_keepends(text)
     starts = _offsets(lines)
 
     def off(line: int, col: int) -> int:
@@ -157,7 +157,7 @@ def attach_fixes(findings: Sequence[Finding], source: str) -> None:
     """Compute every finding's fixes (ranked, exactly one preferred), plus the suppression fix last."""
     from gradguard.fixes.builders import build_fixes
 
-    lines = source.splitlines()
+    lines = source_lines(source)
     for f in findings:
         fixes: list[Fix] = build_fixes(f, source, lines)
         nq = noqa_fix(f, lines)

@@ -20,7 +20,7 @@ from typing import Any
 import libcst as cst
 
 from gradguard.fixes.scope import is_private_tensor
-from gradguard.model import Edit, Finding, Fix, Mutation, Span
+from gradguard.model import Edit, Finding, Fix, Mutation, Span, source_lines
 
 ESCAPE_HATCH = "torch.autograd.graph.allow_mutation_on_saved_tensors()"
 
@@ -279,7 +279,7 @@ def _parses_module(text: str) -> bool:
 
 def _block_margin(text: str) -> str | None:
     """The indentation of the first line that is code (None: none is)."""
-    for ln in text.splitlines():
+    for ln in source_lines(text):
         st = ln.strip()
         if st and not st.startswith("#"):
             return ln[: len(ln) - len(ln.lstrip())]

@@ -17,6 +17,8 @@ import textwrap
 from collections.abc import Sequence
 from functools import lru_cache
 
+from gradguard.model import source_lines
+
 # Methods/functions whose result may share storage (or be the same tensor): binding a name to their result
 # makes an alias, not a new tensor.
 VIEW_OPS = frozenset("""
@@ -59,7 +61,7 @@ def _owners(source: str) -> tuple[ast.Module, list[ast.AST | None]] | None:
     mod = parse_module(source)
     if mod is None:
         return None
-    nlines = source.count("\n") + 2
+    nlines = len(source_lines(source)) + 2
     owner: list[ast.AST | None] = [None] * (nlines + 1)
     # ast.walk is breadth-first: an enclosing def is filled before the defs nested in it, which then override.
     for node in ast.walk(mod):
