@@ -45,14 +45,25 @@ def parse(source: str, path: str = "<string>") -> tuple[ast.Module | None, Findi
     try:
         return ast.parse(source, filename=path, type_comments=False), None
     except SyntaxError as e:
-        line = e.lineno or 1
-        col = e.offset or 1
+        line, col = _clamp(source, e.lineno or 1, e.offset or 1)
         msg = e.msg or "invalid syntax"
         return None, _gg000(path, line, col, f"could not parse: {msg} (gradguard skips this file until it parses)")
     except (RecursionError, MemoryError):
         return None, _gg000(path, 1, 1, "could not parse: the file is too deeply nested for the Python parser")
     except ValueError as e:  # e.g. source with NUL bytes
         return None, _gg000(path, 1, 1, f"could not parse: {e}")
+
+
+def _clamp(source: str, line: int, col: int) -> tuple[int, int]:
+    """A SyntaxError's position inside the file: its offset counts in the whole logical line (a backslash
+    continuation can make it longer than the physical line), and "unexpected EOF" points past the last line."""
+    lines = source_lines(source)
+    if not lines:
+        return 1, 1
+    if line > len(lines):
+        return len(lines), len(lines[-1]) + 1
+    line = max(line, 1)
+    return line, max(1, min(col, len(lines[line - 1]) + 1))
 
 
 def noqa_codes(line_text: str) -> set[str] | None:
