@@ -374,6 +374,15 @@ def _slots(node: ast.AST) -> list[ast.expr]:
     return []
 
 
+@lru_cache(maxsize=4096)
+def _children(node: ast.AST) -> tuple[list[tuple[int, int]], list[ast.expr | ast.keyword], frozenset[int]]:
+    """The expression children of ``node`` sorted by position (start positions, the nodes), and the ids of those
+    that sit in a slot: cached, so a call with thousands of arguments is scanned once, not once per fix."""
+    kids = sorted((c for c in ast.iter_child_nodes(node) if isinstance(c, (ast.expr, ast.keyword))),
+                  key=lambda c: (c.lineno, c.col_offset))
+    return [(c.lineno, c.col_offset) for c in kids], kids, frozenset(id(x) for x in _slots(node))
+
+
 def expression_slot(stmt: ast.stmt, start: tuple[int, int], end: tuple[int, int]) -> ast.expr | None:
     """The smallest expression in a comma-separated slot (see :func:`_slots`) of ``stmt`` whose span holds
     ``start..end`` (line, UTF-8 byte column), outside any f-string. None if there is none."""
@@ -382,14 +391,13 @@ def expression_slot(stmt: ast.stmt, start: tuple[int, int], end: tuple[int, int]
     while True:
         if isinstance(node, ast.JoinedStr):
             return None  # a replacement inside an f-string may clash with its quotes
-        slots = {id(x) for x in _slots(node)}
+        starts, kids, slots = _children(node)
+        i = bisect.bisect_right(starts, start) - 1
         nxt = None
-        for child in ast.iter_child_nodes(node):
-            if not isinstance(child, (ast.expr, ast.keyword)):
-                continue
-            if (child.lineno, child.col_offset) <= start and end <= (child.end_lineno, child.end_col_offset):
+        if i >= 0:
+            child = kids[i]
+            if end <= (child.end_lineno, child.end_col_offset):  # type: ignore[attr-defined]
                 nxt = child
-                break
         if nxt is None:
             return best
         if id(nxt) in slots and isinstance(nxt, ast.expr) and not isinstance(nxt, ast.Starred):
