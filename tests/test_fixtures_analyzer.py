@@ -26,7 +26,8 @@ from gradguard.rules import ALL_RULES
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
-FILES = [*sorted(FIXTURES.rglob("*.py")), ROOT / "examples" / "cnn_inplace.py"]
+FILES = [*sorted(p for p in FIXTURES.rglob("*.py") if "projects" not in p.relative_to(FIXTURES).parts),
+         ROOT / "examples" / "cnn_inplace.py"]  # multi-file projects: test_fixture_projects.py
 EXPECT_RE = re.compile(r"#\s*expect:\s*([A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)\s*$")
 
 # Corpus line recall (share of error cases with a finding on a culprit line) must stay at or above this.

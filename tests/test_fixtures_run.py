@@ -74,7 +74,8 @@ def label_of(path: Path) -> str:
 
 
 def fixture_files() -> list[Path]:
-    files = [*sorted(FIXTURES.rglob("*.py")), EXAMPLES / "cnn_inplace.py"]
+    files = [*sorted(p for p in FIXTURES.rglob("*.py") if "projects" not in p.relative_to(FIXTURES).parts),
+             EXAMPLES / "cnn_inplace.py"]  # multi-file projects: test_fixture_projects.py
     return [p for p in files if p.exists()]
 
 

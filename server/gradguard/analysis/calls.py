@@ -24,6 +24,7 @@ from gradguard.analysis.common import (
 from gradguard.analysis.core import AnalyzerCore
 from gradguard.analysis.hazards import SaveRecord, Site
 from gradguard.analysis.state import State
+from gradguard.analysis.summaries import Cloner
 from gradguard.analysis.values import (
     MAYBE,
     NO,
@@ -39,6 +40,7 @@ from gradguard.analysis.values import (
     Method,
     Obj,
     Params,
+    Partial,
     Ref,
     Seq,
     Storage,
@@ -50,6 +52,7 @@ from gradguard.analysis.values import (
     join,
 )
 from gradguard.knowledge import OpInfo
+from gradguard.knowledge import libraries as L
 
 
 class Calls(AnalyzerCore):
@@ -90,11 +93,13 @@ class Calls(AnalyzerCore):
         return self.call(fv, pos, kw, n, st, fr)
 
     def call(self, fv: Val, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State, fr: Frame) -> Val:
+        if isinstance(fv, Partial):
+            return self.call(fv.func, [*fv.args, *pos], {**dict(fv.kw), **kw}, n, st, fr)
         if isinstance(fv, Ref):
             return self.call_ref(self.canon(fv.qual), fv.qual, pos, kw, n, st, fr)
         if isinstance(fv, Method):
             return self.call_method(fv, pos, kw, n, st, fr)
-        if isinstance(fv, (Func, ClassV)) and self._unobserved(n, pos, kw, fr):
+        if isinstance(fv, (Func, ClassV)) and self._unobserved(n, pos, kw, st, fr):
             return UNKNOWN
         if isinstance(fv, Func):
             return self.call_func(fv.info, pos, kw, st, fr, n)
@@ -104,19 +109,30 @@ class Calls(AnalyzerCore):
             return self.instantiate(fv.info, pos, kw, n, st, fr)
         if isinstance(fv, Obj):
             return self.call_obj(fv, pos, kw, n, st, fr, in_seq=None)
+        if isinstance(fv, T) and fv.maybe_tensor and not fv.maybe_tuple:
+            # an unknown value called like a module (`model(x)` for a model passed in as a parameter)
+            return self.call_obj(self.opaque_for(fv), pos, kw, n, st, fr, in_seq=None)
         self._out_kw(kw, n, st, "call")
         return UNKNOWN
 
-    def _unobserved(self, n: ast.Call, pos: list[Val], kw: dict[str, Val], fr: Frame) -> bool:
-        """A call in a function analysed on its own whose result is returned or dropped, with no tensor or
-        object among its arguments (``return build_model(Cls, "name", **cfg)``): nothing it does can reach this
-        function's tensors, and it is analysed on its own in its own file. Not worth inlining."""
+    def _unobserved(self, n: ast.Call, pos: list[Val], kw: dict[str, Val], st: State, fr: Frame) -> bool:
+        """A call, in a function analysed on its own, that cannot matter to any hazard this analysis can find:
+        its result is returned or dropped (``model = build(...); return model``), so whatever graph it builds is
+        out of this function's reach, and no argument is a tensor in a state a callee could trip over (saved,
+        a leaf that requires grad, a special view) or an object. Such a callee sees nothing it would not see
+        when it is analysed on its own, so it is not run here (library plumbing is large)."""
         if fr.func is None or fr.depth != STANDALONE_DEPTH:
             return False
         stmt = self.cur_stmt
-        if not (isinstance(stmt, (ast.Return, ast.Expr)) and stmt.value is n):
+        node = fr.func.node
+        if isinstance(stmt, ast.Assign) and stmt.value is n and len(stmt.targets) == 1 \
+                and isinstance(stmt.targets[0], ast.Name):
+            if stmt.targets[0].id not in _returned_only(node):
+                return False
+        elif not (isinstance(stmt, (ast.Return, ast.Expr)) and stmt.value is n):
             return False
-        return not any(_live(v) for v in (*pos, *kw.values()))
+        saved = st.heap.saved
+        return not any(_live(v, saved) for v in (*pos, *kw.values()))
 
     def _out_kw(self, kw: dict[str, Val], n: ast.Call, st: State, op: str) -> Val | None:
         out = kw.get("out")
@@ -164,6 +180,9 @@ class Calls(AnalyzerCore):
             return Seq(None, fresh("grad", rg=NO), "tuple")
         if qual in NO_GRAD_CTX or qual in AUTOCAST_CTX or qual in ENABLE_GRAD_CTX:
             return UNKNOWN
+        lib = self.call_library(qual, raw, pos, kw, n, st, fr)
+        if lib is not None:
+            return lib
         info = kb.get(qual)
         if info is not None:
             if info.kind == "module":
@@ -220,8 +239,59 @@ class Calls(AnalyzerCore):
         if name == "next" and pos:
             return self.elem(pos[0], n)
         if name == "map" and len(pos) >= 2:
-            return Seq(None, UNKNOWN)
+            # map(f, xs): f applied to each element (lambdas over (q, k, v) tuples keep what f does)
+            f, its = pos[0], pos[1:]
+            if len(its) == 1 and isinstance(its[0], Seq) and its[0].items is not None and len(its[0].items) <= 8:
+                return Seq.of([self.call(f, [x], {}, n, st, fr) for x in its[0].items], "list")
+            return Seq(None, self.call(f, [self.elem(x, n) for x in its], {}, n, st, fr))
         return UNKNOWN
+
+    def call_library(self, qual: str, raw: str, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State,
+                     fr: Frame) -> Val | None:
+        """Callables described in knowledge.libraries (einops, torch utilities, deepcopy, partial); None for
+        anything else."""
+        if raw in L.PARTIAL or qual in L.PARTIAL:
+            return Partial(pos[0], tuple(pos[1:]), tuple(kw.items())) if pos else UNKNOWN
+        if qual in L.RETURNS_FIRST_ARG:
+            return pos[0] if pos else UNKNOWN
+        if qual in L.WRAPPERS:
+            w = Obj("wrapper", qual)
+            w.training = True
+            w.ctor = self.site(n)
+            inner = kw.get("module", pos[0] if pos else UNKNOWN)
+            w.attrs["module"] = inner
+            return w
+        if raw in L.DEEPCOPY or qual in L.DEEPCOPY:
+            return Cloner(-1).value(pos[0]) if pos else UNKNOWN
+        if qual in L.EINSUM_PATTERN_LAST:
+            info = self.kb.get("torch.einsum")
+            operands = [v for v in pos if not (isinstance(v, Const) and isinstance(v.value, str))]
+            if info is not None:
+                return self.apply(info, [Const("pattern"), *operands], {}, n, st, fr, display="einsum")
+        if qual in L.VIEW_OF_FIRST:
+            info = self.kb.get("torch.reshape")
+            if info is not None and pos:
+                return self.apply(info, [pos[0], UNKNOWN_NUM], {}, n, st, fr, display=raw.rsplit(".", 1)[-1])
+        if qual in L.SPLIT_VIEWS:
+            info = self.kb.get("torch.split")
+            if info is not None and pos:
+                return self.apply(info, [pos[0], UNKNOWN_NUM], {}, n, st, fr, display=raw.rsplit(".", 1)[-1])
+        if qual in L.NEW_FROM_TENSORS:
+            tensors: list[Val] = []
+            for v in pos:
+                tensors.extend(tensors_in(v) if isinstance(v, Seq) else [v])
+            return self.new_tensor(tensors, st, raw.rsplit(".", 1)[-1])
+        if qual.startswith(L.DISTRIBUTIONS_PREFIX) and qual.rsplit(".", 1)[-1][:1].isupper():
+            d = Obj("dist", qual)
+            d.cfg["args"] = Seq.of([*pos, *kw.values()], "tuple")
+            return d
+        kind = L.LIBRARY_MODULES.get(qual)
+        if kind is not None:
+            o = Obj("library", qual)
+            o.training, o.ctor = True, self.site(n)
+            o.cfg["kind"] = Const(kind)
+            return o
+        return None
 
     def isinstance(self, v: Val, cls: Val) -> Val:
         classes = list(cls.items) if isinstance(cls, Seq) and cls.items is not None else [cls]
@@ -342,7 +412,15 @@ class Calls(AnalyzerCore):
             prov |= pr
         any_rg = any(rgmap.values())
         grad_on = not st.no_grad and not info.no_grad
-        if module is not None and grad_on:
+        if grad_on and prov and self.active_loops and st.heap.steps:
+            for (o, stamp, c) in prov:
+                if c is not None and c[0] not in self.carry_use and any(
+                        e.stamp > stamp and o in e.owners for e in st.heap.steps):
+                    # the first op that builds on a value carried over a step from the previous iteration
+                    self.carry_use[c[0]] = (self.site(n), display)
+        if module is not None and grad_on and any_rg and any(a.startswith("self.") for a in info.saved_args(rgmap)):
+            # the graph keeps this module's parameters (Linear keeps its weight when its input requires grad):
+            # an optimizer step on them before backward breaks it
             prov = prov | {(module, self.stamp, None)}
         # 1. in-place writes
         mutated: T | None = None
@@ -384,7 +462,8 @@ class Calls(AnalyzerCore):
         site = self.site(n)
         if module is not None and in_seq is not None and module.ctor is not None:
             site = module.ctor
-        if grad_on and any_rg:
+        if grad_on and any_rg and (info.output_requires_grad or info.mutates):
+            # (an op whose result never requires grad, like isfinite, builds no graph anyone can backward through)
             for a in info.saved_args(rgmap):
                 for sv in tensors_in(bound.get(a)):
                     if info.kind == "operator" and sv.maybe_tensor:
@@ -396,11 +475,12 @@ class Calls(AnalyzerCore):
                     else:
                         argtext = self._arg_text(n, info, a, receiver_node) if in_seq is None else ""
                         what = f"its input `{argtext}`" if argtext and len(argtext) <= 40 else "its input"
-                    self.save(sv, st, SaveRecord(display, what, site, info.name))
+                    self.save(sv, st, SaveRecord(display, what, site, info.name,
+                                                 sv.view_site if sv.view is not None else None))
                     if sv.leaf:
                         prov |= {(s, self.stamp, None) for s in sv.storages if s.leaf}
         # 3. the result
-        out_rg = YES if any_rg and grad_on else NO
+        out_rg = YES if any_rg and grad_on and info.output_requires_grad else NO
         if mutated is not None:
             res: Val = mutated.with_(rg=max(mutated.rg, out_rg) if grad_on else mutated.rg, prov=mutated.prov | prov)
         elif out_t is not None:
@@ -421,7 +501,8 @@ class Calls(AnalyzerCore):
                 view = "view"
             vt = T(base.storages, rg=out_rg if grad_on else NO, leaf=base.leaf, view=view,
                    view_op=f"{display}()" if info.multi_output_view else base.view_op or display,
-                   prov=prov, alias_of=base.alias_of, alias_site=base.alias_site, origin=display)
+                   prov=prov, alias_of=base.alias_of, alias_site=base.alias_site, origin=display,
+                   view_site=self.site(n))
             if info.multi_output_view:
                 return Seq(None, vt, "tuple")
             res = vt
@@ -496,6 +577,9 @@ class Calls(AnalyzerCore):
             if info is not None:
                 return self.apply(info, [recv, *pos], kw, n, st, fr, display=name, receiver_node=recv_node)
             out = self._out_kw(kw, n, st, name)
+            if out is None and recv.maybe_tensor:
+                # not a tensor method: the unknown value is an object (`model.encode(x)`, `opt.step()`)
+                return self.obj_method(self.opaque_for(recv), name, pos, kw, n, st, fr)
             return out if out is not None else UNKNOWN
         if isinstance(recv, Obj):
             return self.obj_method(recv, name, pos, kw, n, st, fr)
@@ -543,10 +627,33 @@ class Calls(AnalyzerCore):
         return UNKNOWN
 
 
-def _live(v: Val, depth: int = 0) -> bool:
-    """May ``v`` carry a tensor or an object a callee could change or keep?"""
+def _live(v: Val, saved: dict[Any, Any], depth: int = 0) -> bool:
+    """May ``v`` carry something a callee could trip over or keep: an object, a tensor that is saved, a leaf
+    that requires grad, a special view?"""
     if isinstance(v, (Const, UnknownT, Ref, Func, ClassV)):
         return False
+    if isinstance(v, Partial):
+        return any(_live(x, saved, depth + 1) for x in v.args) or any(_live(x, saved, depth + 1) for _, x in v.kw)
+    if isinstance(v, T):
+        if not v.maybe_tensor and v.rg >= MAYBE:
+            return True  # a tensor that may require grad: the callee may build a graph of it that this one uses
+        return (v.leaf and v.rg == YES) or v.view in ("multi", "nograd") or any(s in saved for s in v.storages)
     if isinstance(v, Seq) and depth < 3:
-        return any(_live(x, depth + 1) for x in (v.items if v.items is not None else (v.elem,)))
+        return any(_live(x, saved, depth + 1) for x in (v.items if v.items is not None else (v.elem,)))
     return True
+
+
+def _returned_only(node: ast.AST) -> frozenset[str]:
+    """Names a function reads only as ``return name`` (``model = build(...); return model``)."""
+    got: frozenset[str] | None = getattr(node, "_gg_returned_only", None)
+    if got is None:
+        loads: dict[str, int] = {}
+        returned: dict[str, int] = {}
+        for x in ast.walk(node):
+            if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Load):
+                loads[x.id] = loads.get(x.id, 0) + 1
+            elif isinstance(x, ast.Return) and isinstance(x.value, ast.Name):
+                returned[x.value.id] = returned.get(x.value.id, 0) + 1
+        got = frozenset(k for k, c in returned.items() if loads.get(k) == c)
+        node._gg_returned_only = got  # type: ignore[attr-defined]  # cached on the tree, which it describes
+    return got

@@ -20,6 +20,13 @@ from gradguard.analysis.values import (
 
 MAX_DEPTH = 6
 STANDALONE_DEPTH = 3  # a function analysed on its own inlines 3 levels of callees (they are analysed on their own too)
+# Code in other modules (the project's and libraries') is followed into, within a budget of abstract statements:
+# per function analysed on its own, and for the checked file's module-level code (a training script). Small
+# callees (blocks, layers, helpers) always fit; library plumbing (pretrained-weight loading, registries) does not,
+# and stays unknown, as it was before imports were followed. This keeps the cost linear in the checked code.
+FOREIGN_PER_FUNCTION = 400
+FOREIGN_MODULE_LEVEL = 5_000
+MAX_LOOP_PRODUCT = 6  # loops nested in loops: the passes of a nest multiply to at most this
 BUDGET = 400_000  # abstract statement executions per file: analysis always terminates quickly
 
 BINOPS = {

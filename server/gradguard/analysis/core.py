@@ -12,14 +12,18 @@ from typing import TYPE_CHECKING, Any
 
 from gradguard.analysis.common import (
     BUDGET,
+    FOREIGN_MODULE_LEVEL,
+    MAX_DEPTH,
+    Budget,
     Frame,
 )
 from gradguard.analysis.hazards import Hazard, SaveRecord, Site
 from gradguard.analysis.namespace import ModuleCtx
-from gradguard.analysis.state import State, StepEvent
+from gradguard.analysis.state import Heap, State, StepEvent
 from gradguard.analysis.values import (
     MAYBE,
     NO,
+    UNKNOWN,
     UNKNOWN_NUM,
     YES,
     ClassInfo,
@@ -27,6 +31,7 @@ from gradguard.analysis.values import (
     FuncInfo,
     Obj,
     Ref,
+    Storage,
     Super,
     T,
     Val,
@@ -51,10 +56,17 @@ class AnalyzerCore:
         self.mod = self.root  # the module whose code runs now (positions and text refer to it)
         self.loaded: dict[str, ModuleCtx] = {}  # other modules this analysis reached, by absolute path
         self.quiet = 0  # > 0 while other modules' top-level names are evaluated: no hazards, no inlining
-        self.epoch = 0  # bumped on every write to an existing object (attributes, entries, training flags)
+        self.foreign_used = 0  # statements run in other modules' code (see Functions.affordable)
+        self.foreign_limit = FOREIGN_MODULE_LEVEL
+        self.attr_logs: list[tuple[int, list[tuple[Obj, str, Val | None]]]] = []  # see set_attr, Statements.s_If
+        self.opaque_objs: dict[frozenset[Storage], Obj] = {}  # unknown values used as objects (see opaque_for)
+        self.loop_product = 1  # product of the passes of the loops running now (see Statements._loop)
+        self.carry_use: dict[Site, tuple[Site, str]] = {}  # carried value (its assignment) -> first op using it
+        self.defaults_cache: dict[int, dict[str, Val]] = {}  # id(FuncInfo) -> its defaults (FuncInfos live on)
+        self.entry: tuple[Site, Site] | None = None  # the checked file's call (site, statement) into another module
+        self.recording: list[list[Any]] = []  # [marker, pure] of the calls being summarised, outermost first
         self.backwards = 0  # backward() calls seen so far
         self.summaries: dict[Any, Any] = {}  # call context -> Summary (or NOT_SUMMARISED): see .summaries
-        self.templates: dict[Any, Any] = {}  # constructor call context -> Template (or NOT_SUMMARISED)
         self.hazards: dict[tuple[Any, ...], Hazard] = {}
         self.stamp = 0
         self.budget = BUDGET
@@ -62,7 +74,6 @@ class AnalyzerCore:
         self.functions: list[FuncInfo] = []
         self.classes: list[ClassInfo] = []
         self.default_instances: dict[int, Obj] = {}
-        self.loop_carried: dict[int, set[str]] = {}
         self.cur_stmt: ast.stmt | None = None
         self.active_loops: list[ast.AST] = []
         self.alias_stmt: dict[Site, Site] = {}
@@ -77,16 +88,41 @@ class AnalyzerCore:
         self.root.env = env
 
     def _defaults(self, fi: FuncInfo) -> dict[str, Val]:
+        """Parameter defaults, evaluated once per function like Python does, in the defining module's scope
+        (``norm_layer=nn.LayerNorm``, ``act=nn.ReLU(inplace=True)``, ``norm=partial(nn.GroupNorm, 8)``)."""
+        got = self.defaults_cache.get(id(fi))
+        if got is not None:
+            return got
         node = fi.node
         out: dict[str, Val] = {}
         a = node.args
         pos = [*a.posonlyargs, *a.args]
-        for p, d in zip(pos[len(pos) - len(a.defaults):], a.defaults):
-            out[p.arg] = self.const_of(d)
-        for p, kd in zip(a.kwonlyargs, a.kw_defaults):
-            if kd is not None:
-                out[p.arg] = self.const_of(kd)
+        pairs = [*zip(pos[len(pos) - len(a.defaults):], a.defaults),
+                 *((p, kd) for p, kd in zip(a.kwonlyargs, a.kw_defaults) if kd is not None)]
+        for p, d in pairs:
+            out[p.arg] = self.const_of(d) if isinstance(d, ast.Constant) else self.default_value(fi, d)
+        self.defaults_cache[id(fi)] = out
         return out
+
+    def default_value(self, fi: FuncInfo, d: ast.expr) -> Val:
+        """A non-constant default: a reference (a class, a function), a partial, a module instance."""
+        if not isinstance(d, (ast.Name, ast.Attribute, ast.Call, ast.Tuple, ast.List, ast.UnaryOp, ast.BinOp)):
+            return UNKNOWN_NUM
+        saved = (self.mod, self.cur_stmt)
+        if fi.mod is not None:
+            self.mod = fi.mod
+        self.quiet += 1
+        try:
+            st = State(dict(fi.closure or {}), Heap())
+            v = self.ev(d, st, Frame(None, MAX_DEPTH - 2))
+        except Budget:
+            raise
+        except RecursionError:
+            v = UNKNOWN_NUM
+        finally:
+            self.mod, self.cur_stmt = saved
+            self.quiet -= 1
+        return UNKNOWN_NUM if v is UNKNOWN else v
 
     def const_of(self, node: ast.expr) -> Val:
         if isinstance(node, ast.Constant):
@@ -106,6 +142,28 @@ class AnalyzerCore:
         k = h.key()
         if k not in self.hazards:
             self.hazards[k] = h
+
+    def step_event(self, owners: frozenset[Any], site: Site, stmt: Site, op: str) -> StepEvent:
+        """A step made here; inside another module's function called from the checked file, it is reported at
+        that call (the helper is fine, the order in this file is not) and points into the helper."""
+        if self.entry is not None and site.path != "":
+            return StepEvent(self.stamp, owners, self.entry[0], self.entry[1], op, site)
+        return StepEvent(self.stamp, owners, site, stmt, op)
+
+    def set_attr(self, o: Obj, name: str, v: Val) -> None:
+        """``o.name = v``, remembered while a branch runs so that the other branch starts from the old value and
+        the two are joined afterwards (objects live outside the flow-sensitive state)."""
+        self.touched(o)
+        if self.attr_logs and o.oid <= self.attr_logs[-1][0]:  # objects made inside the branch are its own
+            self.attr_logs[-1][1].append((o, name, o.attrs.get(name)))
+        o.attrs[name] = v
+
+    def touched(self, o: Obj) -> None:
+        """``o`` is written (an attribute, an entry, its training flag): a call in progress that did not create
+        it has an effect beyond its arguments and result, and is not summarised."""
+        for rec in self.recording:
+            if o.oid <= rec[0]:
+                rec[1] = False
 
     def stmt_site(self) -> Site:
         return Site.of(self.cur_stmt, self.mod.path) if self.cur_stmt is not None else Site(1, 0, 1, 1, self.mod.path)
@@ -150,7 +208,7 @@ class AnalyzerCore:
             saved.pop(s, None)
         owners = frozenset(s.param_of for s in val.storages if s.param_of is not None)
         if owners and not st.allow_mutation:  # under allow_mutation_on_saved_tensors torch keeps a copy
-            st.heap.steps = (*st.heap.steps, StepEvent(self.stamp, owners, site, stmt, f"in-place update of `{target}`"))
+            st.heap.steps = (*st.heap.steps, self.step_event(owners, site, stmt, f"in-place update of `{target}`"))
 
     def save(self, val: Val, st: State, rec: SaveRecord) -> None:
         if not isinstance(val, T):
@@ -208,7 +266,20 @@ class AnalyzerCore:
     def module_get(self, mod: ModuleCtx, name: str) -> Val | None:
         raise NotImplementedError
 
+    def dist_value(self, d: Obj, name: str, pos: list[Val], st: State) -> Val:
+        raise NotImplementedError
+
+    def opaque_child(self, parent: Obj, name: str) -> Obj:
+        raise NotImplementedError
+
+    def opaque_for(self, t: T) -> Obj:
+        raise NotImplementedError
+
+
     def exec_stmt(self, s: ast.stmt, st: State, fr: Frame) -> State | None:
+        raise NotImplementedError
+
+    def affordable(self, fi: FuncInfo) -> bool:
         raise NotImplementedError
 
     def _entries(self, pos: list[Val]) -> Val:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from typing import Any
 
 from gradguard.analysis.common import (
     BINOPS,
@@ -43,19 +44,37 @@ from gradguard.analysis.values import (
     seq_elem,
 )
 
+# nn.Module's own API: on an object of ours, a name from here is a method of its torch base, not a part
+MODULE_API = frozenset({
+    "parameters", "named_parameters", "buffers", "named_buffers", "children", "named_children", "modules",
+    "named_modules", "apply", "cuda", "cpu", "to", "train", "eval", "zero_grad", "state_dict", "load_state_dict",
+    "register_buffer", "register_parameter", "add_module", "register_module", "forward", "requires_grad_", "half",
+    "float", "double", "bfloat16", "type", "get_submodule", "get_parameter", "register_forward_hook",
+    "register_forward_pre_hook", "register_full_backward_hook", "extra_repr", "share_memory", "xpu", "ipu",
+})
+# tensor methods code reads as values without calling them (bound methods passed on): not properties
+TENSOR_METHOD_VALUES = frozenset({"size", "dim", "numel", "item", "tolist", "backward", "register_hook"})
+
+_EXPR: dict[type, Any] = {}  # node class -> handler (an ``e_*`` method): dispatch without building names
+
+
+def _ev_children(self: Expressions, node: ast.expr, st: State, fr: Frame) -> Val:
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.expr):
+            self.ev(child, st, fr)
+    return UNKNOWN
+
 
 class Expressions(AnalyzerCore):
     # ------------------------------------------------------------------ expressions
     def ev(self, node: ast.expr | None, st: State, fr: Frame) -> Val:
         if node is None:
             return NONE
-        m = getattr(self, "e_" + node.__class__.__name__, None)
+        cls = node.__class__
+        m = _EXPR.get(cls)
         if m is None:
-            for child in ast.iter_child_nodes(node):
-                if isinstance(child, ast.expr):
-                    self.ev(child, st, fr)
-            return UNKNOWN
-        return m(node, st, fr)  # type: ignore[no-any-return]
+            m = _EXPR[cls] = getattr(type(self), "e_" + cls.__name__, _ev_children)
+        return m(self, node, st, fr)  # type: ignore[no-any-return]
 
     def e_Constant(self, n: ast.Constant, st: State, fr: Frame) -> Val:
         return Const(n.value)
@@ -209,7 +228,7 @@ class Expressions(AnalyzerCore):
                 "nograd" if base.view == "nograd" else "view"))
             return T(base.storages, rg=NO if st.no_grad else base.rg, leaf=base.leaf, view=view,
                      view_op=base.view_op or "indexing", maybe_tensor=base.maybe_tensor, prov=base.prov,
-                     alias_of=base.alias_of, alias_site=base.alias_site, origin="indexing")
+                     alias_of=base.alias_of, alias_site=base.alias_site, origin="indexing", view_site=self.site(n))
         if isinstance(base, Seq):
             if base.items is not None and isinstance(idx, Const) and idx.known and isinstance(idx.value, int):
                 try:
@@ -263,7 +282,20 @@ class Expressions(AnalyzerCore):
 
     def e_Attribute(self, n: ast.Attribute, st: State, fr: Frame) -> Val:
         base = self.ev(n.value, st, fr)
-        return self.getattr(base, n.attr, n, st)
+        v = self.getattr(base, n.attr, n, st)
+        if isinstance(v, Method) and not n.attr.startswith("__"):
+            # An attribute read, not a call: `model.reward_model` of an object we cannot see into is another such
+            # object; `self.agent` set outside __init__ too; `dist.mean` of a call's tensor-like result is a tensor.
+            recv = v.recv
+            if isinstance(recv, Obj) and (recv.kind == "opaque" or (
+                    recv.kind == "local" and n.attr not in MODULE_API and not n.attr.startswith("_"))):
+                return self.opaque_child(recv, n.attr)
+            if isinstance(recv, T) and recv.maybe_tensor and self.kb.get(f"Tensor.{n.attr}") is None:
+                # an unknown value (a parameter) read like an object: `model.reward_model`, `batch.x`
+                return self.opaque_child(self.opaque_for(recv), n.attr)
+            if isinstance(recv, T) and not recv.maybe_tensor and n.attr not in TENSOR_METHOD_VALUES:
+                return self.new_tensor([recv], st, n.attr)
+        return v
 
     def getattr(self, base: Val, attr: str, n: ast.AST | None, st: State) -> Val:
         if isinstance(base, Ref):
@@ -287,6 +319,12 @@ class Expressions(AnalyzerCore):
         if isinstance(base, Obj):
             if attr in base.attrs:
                 return base.attrs[attr]
+            if base.kind == "opaque":
+                return UNKNOWN_NUM if attr == "training" else Method(base, attr, n)
+            if base.kind == "dist" and not attr.startswith("_"):
+                if attr in ("mean", "mode", "stddev", "variance", "probs", "logits", "scale", "loc", "entropy_"):
+                    return self.dist_value(base, attr, [], st)
+                return Method(base, attr, n)
             if base.kind == "torch":
                 if attr in ("weight", "bias") or attr.startswith("weight_") or attr.startswith("bias_"):
                     return self.module_param(base, attr)

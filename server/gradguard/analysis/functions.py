@@ -11,10 +11,12 @@ from gradguard.analysis.common import (
     storages_of,
 )
 from gradguard.analysis.state import Heap, State
-from gradguard.analysis.summaries import NOT_SUMMARISED, Summaries, Summary, marker
+from gradguard.analysis.summaries import Summaries, Summary
 from gradguard.analysis.values import (
     NONE,
     UNKNOWN,
+    UNKNOWN_NUM,
+    Const,
     FuncInfo,
     Seq,
     Storage,
@@ -30,20 +32,22 @@ class Functions(Summaries):
         if fi in self.active or fr.depth >= MAX_DEPTH or self.quiet:
             return UNKNOWN
         key = self.call_key(fi, pos, kw, st)
-        known = self.summaries.get(key) if key is not None else None
-        if isinstance(known, Summary):
-            return self.replay(known, pos, kw, st)
-        if known is NOT_SUMMARISED or key is None:
-            return self.inline(fi, pos, kw, st, fr)
-        mark, stamp, epoch, backwards = marker(), self.stamp, self.epoch, self.backwards
-        before = dict(st.heap.saved)
-        steps = st.heap.steps
-        res = self.inline(fi, pos, kw, st, fr)
-        summary = None
-        if self.epoch == epoch and self.backwards == backwards:
-            summary = self.record(mark, stamp, pos, kw, before, st, res, steps)
-        self.summaries[key] = summary if summary is not None else NOT_SUMMARISED
-        return res
+        if not self.affordable(fi) and not isinstance(self.summaries.get(key), Summary):
+            return UNKNOWN
+        if self.entry is None and self.mod.is_root and fi.mod is not None and not fi.mod.is_root and n is not None:
+            self.entry = (self.site(n), self.stmt_site())
+            try:
+                return self.summarised(key, pos, kw, st, lambda: self.inline(fi, pos, kw, st, fr))  # type: ignore[no-any-return]
+            finally:
+                self.entry = None
+        return self.summarised(key, pos, kw, st, lambda: self.inline(fi, pos, kw, st, fr))  # type: ignore[no-any-return]
+
+    def affordable(self, fi: FuncInfo) -> bool:
+        """Code of other modules is followed while the budget for it lasts (see common.FOREIGN_PER_FUNCTION)."""
+        mod = fi.mod
+        if mod is None or mod.is_root:
+            return True
+        return self.foreign_used + body_size(fi.node) <= self.foreign_limit
 
     def inline(self, fi: FuncInfo, pos: list[Val], kw: dict[str, Val], st: State, fr: Frame,
                defaults_only: bool = False) -> Val:
@@ -60,12 +64,17 @@ class Functions(Summaries):
             elif p.arg in kw:
                 env[p.arg] = kw[p.arg]
             else:
-                env[p.arg] = defaults.get(p.arg, UNKNOWN)
+                d = defaults.get(p.arg, UNKNOWN)
+                env[p.arg] = widen_default(d) if defaults_only else d
         if a.vararg:
             rest = pos[i:]
             env[a.vararg.arg] = Seq.of(rest, "tuple")
         for p in a.kwonlyargs:
-            env[p.arg] = kw.get(p.arg, defaults.get(p.arg, UNKNOWN))
+            if p.arg in kw:
+                env[p.arg] = kw[p.arg]
+            else:
+                d = defaults.get(p.arg, UNKNOWN)
+                env[p.arg] = widen_default(d) if defaults_only else d
         if a.kwarg:
             env[a.kwarg.arg] = UNKNOWN
         self_obj = pos[0] if fi.cls is not None and pos and not fi.is_static else None
@@ -108,3 +117,23 @@ class Functions(Summaries):
         assert heap is not None
         st.heap = heap
         return result
+
+
+def body_size(node: ast.AST) -> int:
+    """How many statements a function has (cached on the tree)."""
+    n: int | None = getattr(node, "_gg_size", None)
+    if n is None:
+        n = sum(1 for x in ast.walk(node) if isinstance(x, ast.stmt))
+        node._gg_size = n  # type: ignore[attr-defined]
+    return n
+
+
+def widen_default(d: Val) -> Val:
+    """For an object built with its defaults only (the stand-in ``self`` of a method analysed on its own): a
+    default is one possible value, not the only one (``residual=False`` may be passed as True). Sizes and rates
+    keep their default; classes, functions and module instances too (they are what the default usage runs)."""
+    if isinstance(d, Const) and d.known:
+        if isinstance(d.value, (int, float)) and not isinstance(d.value, bool):
+            return d
+        return UNKNOWN if d.value is None else UNKNOWN_NUM
+    return d

@@ -33,6 +33,7 @@ class SaveRecord:
     what: str  # "its output", "its input", "argument `other`", "weight"
     site: Site
     op_name: str = ""  # knowledge entry name, e.g. "torch.nn.functional.relu"
+    view: Site | None = None  # the tensor saved was a view of the written one, made here
 
 
 @dataclass(frozen=True)

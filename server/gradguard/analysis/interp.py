@@ -17,6 +17,7 @@ import ast
 
 from gradguard.analysis.calls import Calls
 from gradguard.analysis.common import (
+    FOREIGN_PER_FUNCTION,
     GRAPH_MARKERS,
     INT_NAME,
     STANDALONE_DEPTH,
@@ -38,7 +39,9 @@ from gradguard.analysis.values import (
     MAYBE,
     NO,
     UNKNOWN,
+    UNKNOWN_NUM,
     ClassV,
+    Const,
     FuncInfo,
     Obj,
     Seq,
@@ -66,6 +69,7 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
             pass
         for fi in list(self.functions):
             self.budget = max(self.budget, 20_000)
+            self.foreign_used, self.foreign_limit = 0, FOREIGN_PER_FUNCTION
             try:
                 self.standalone(fi)
             except Budget:
@@ -125,7 +129,20 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         for p in params + list(args.kwonlyargs):
             is_tensor = annotated_tensor(p.annotation) or (tensor_params and p.annotation is None)
             rg = NO if INT_NAME.search(p.arg) else param_rg  # token ids, labels, masks, indices: integer tensors
-            env[p.arg] = defaults.get(p.arg) or fresh(p.arg, rg=rg, maybe_tensor=not is_tensor)
+            if rg == NO and fi.cls is None and annotated_tensor(p.annotation) and not INT_NAME.search(p.arg) \
+                    and p.arg not in defaults:
+                rg = MAYBE  # a free function requiring a Tensor argument: typed, differentiable-by-design code
+            d = defaults.get(p.arg)
+            # A default is one possible value, not the only one: a caller may pass a tensor for `weight=None`,
+            # `inplace=True` for `inplace=False`. Sizes and rates keep their default (they select no hazard).
+            if isinstance(d, Const) and d.known and isinstance(d.value, (int, float)) and not isinstance(d.value, bool):
+                env[p.arg] = d
+            elif isinstance(d, Const) and d.known and d.value is not None:
+                env[p.arg] = UNKNOWN_NUM
+            elif d is not None and not isinstance(d, Const):
+                env[p.arg] = d  # `norm_layer=nn.LayerNorm`, `act=nn.ReLU()`: what the default usage runs
+            else:
+                env[p.arg] = fresh(p.arg, rg=rg, maybe_tensor=not is_tensor)
         if args.vararg:
             env[args.vararg.arg] = Seq(None, UNKNOWN, "tuple")
         if args.kwarg:

@@ -23,7 +23,8 @@ class ModuleCtx:
         self.path = path  # "" for the checked file, else the module's absolute path
         self.lines = lines
         self.lines_b: list[bytes] | None = None
-        if not all(ln.isascii() for ln in lines):
+        src = module.source if module is not None else None
+        if not (src.is_ascii if src is not None else all(ln.isascii() for ln in lines)):
             self.lines_b = [ln.encode("utf-8") for ln in lines]
         self.module = module  # None for the checked file
         self.name = name or (module.name if module is not None else "")

@@ -13,19 +13,21 @@ from gradguard.analysis.common import (
     is_true,
 )
 from gradguard.analysis.hazards import SaveRecord
-from gradguard.analysis.state import Heap, State, StepEvent
-from gradguard.analysis.summaries import NOT_SUMMARISED, Template, Templates, marker
+from gradguard.analysis.state import Heap, State
+from gradguard.analysis.summaries import Summaries, Summary, fkey_class
 from gradguard.analysis.values import (
     MAYBE,
     NO,
     NONE,
     UNKNOWN,
+    UNKNOWN_NUM,
     YES,
     Alt,
     Bound,
     ClassInfo,
     Const,
     Func,
+    FuncInfo,
     Obj,
     Params,
     Ref,
@@ -37,9 +39,10 @@ from gradguard.analysis.values import (
     seq_elem,
 )
 from gradguard.knowledge import OpInfo
+from gradguard.knowledge import libraries as L
 
 
-class NNModules(Templates):
+class NNModules(Summaries):
     def module_like(self, cls: ClassInfo) -> bool:
         """An nn.Module (or autograd.Function): a torch base, or a `forward` of its own or of a local base."""
         for c in cls.mro():
@@ -126,16 +129,25 @@ class NNModules(Templates):
 
     def obj_method(self, o: Obj, name: str, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State,
                    fr: Frame) -> Val:
+        if o.kind == "dist":
+            return self.dist_value(o, name, pos, st)
+        if o.kind == "opaque":
+            if name in ("parameters", "named_parameters"):
+                return Params(frozenset({o}))
+            if name in ("zero_grad", "train", "eval", "to", "cuda", "cpu", "float", "double", "half", "requires_grad_"):
+                return o
+            if name in ("step", "backward", "load_state_dict", "state_dict"):
+                return UNKNOWN  # an optimizer we cannot see into: which parameters it updates is unknown
+            return self.call_obj(self.opaque_child(o, name), pos, kw, n, st, fr, in_seq=None)
         if o.kind == "optimizer":
             if name == "step" and not st.allow_mutation:  # allow_mutation_on_saved_tensors keeps copies
                 owners = o.cfg.get("owners")
                 own = owners.owners if isinstance(owners, Params) else frozenset()
                 stmt = self.stmt_site()
-                st.heap.steps = (*st.heap.steps, StepEvent(self.stamp, own, self.site(n), stmt,
-                                                           f"{self.text(n.func)}()"))
+                st.heap.steps = (*st.heap.steps, self.step_event(own, self.site(n), stmt, f"{self.text(n.func)}()"))
             return NONE
         if o.kind == "ctx":
-            self.epoch += 1
+            self.touched(o)
             if name == "save_for_backward":
                 o.attrs.setdefault("__saved__", Seq((), UNKNOWN))
                 cur = o.attrs["__saved__"]
@@ -146,9 +158,9 @@ class NNModules(Templates):
             flag = True if name == "train" else False
             if name == "train" and pos and isinstance(pos[0], Const) and pos[0].known:
                 flag = bool(pos[0].value)
-            self.epoch += 1
             for x in self.reach(o):
                 if isinstance(x, Obj):
+                    self.touched(x)
                     x.training = flag
             return o
         if name in ("parameters", "named_parameters", "modules", "children"):
@@ -158,15 +170,15 @@ class NNModules(Templates):
         if name == "forward":
             return self.call_obj(o, pos, kw, n, st, fr, in_seq=None)
         if name in ("register_buffer", "register_parameter", "add_module", "append", "extend", "insert"):
-            self.epoch += 1
+            self.touched(o)
         if name == "register_buffer" and len(pos) >= 2 and isinstance(pos[0], Const):
-            o.attrs[str(pos[0].value)] = pos[1]
+            self.set_attr(o, str(pos[0].value), pos[1])
             return NONE
         if name == "register_parameter" and len(pos) >= 2 and isinstance(pos[0], Const):
-            o.attrs[str(pos[0].value)] = pos[1]
+            self.set_attr(o, str(pos[0].value), pos[1])
             return NONE
         if name == "add_module" and len(pos) >= 2 and isinstance(pos[0], Const):
-            o.attrs[str(pos[0].value)] = pos[1]
+            self.set_attr(o, str(pos[0].value), pos[1])
             if o.kind == "sequential":
                 ents = o.entries
                 if isinstance(ents, Seq) and ents.items is not None:
@@ -191,6 +203,43 @@ class NNModules(Templates):
         if name in ("zero_grad", "apply", "load_state_dict", "state_dict", "named_modules", "register_forward_hook"):
             return UNKNOWN
         return UNKNOWN
+
+    def opaque_for(self, t: T) -> Obj:
+        """The object an unknown value stands for, once code uses it as one (the same one for the same value)."""
+        key = frozenset(t.storages)
+        o = self.opaque_objs.get(key)
+        if o is None:
+            o = self.opaque_objs[key] = Obj("opaque", t.origin)
+            o.training = True
+        return o
+
+    def opaque_child(self, parent: Obj, name: str) -> Obj:
+        """``parent.name`` for an object whose class we cannot see into (or an attribute set outside __init__):
+        another such object, the same one on every read."""
+        c = parent.attrs.get(name)
+        if isinstance(c, Obj):
+            return c
+        c = Obj("opaque", f"{parent.qual}.{name}" if parent.qual else name)
+        c.training = parent.training
+        c.cfg["parent"] = parent  # type: ignore[assignment]
+        parent.attrs[name] = c  # a cache of what is there, not a write the code made
+        return c
+
+    def dist_value(self, d: Obj, name: str, pos: list[Val], st: State) -> Val:
+        """A tensor a torch.distributions object computes (``log_prob``, ``entropy``, ``mean``, ``rsample``...):
+        new, and depending on the tensors the distribution was built from, unless it is a sample."""
+        if name in L.NOT_DIFFERENTIABLE_METHODS:
+            return self.new_tensor([], st, f"{d.qual.rsplit('.', 1)[-1]}.{name}")
+        inputs: list[Val] = list(pos)
+        args = d.cfg.get("args")
+        for a in (args.items or ()) if isinstance(args, Seq) else ():
+            if isinstance(a, Obj) and a.kind == "dist":  # Independent(Normal(mu, std), 1)
+                inner = a.cfg.get("args")
+                inputs.extend(inner.items or () if isinstance(inner, Seq) else ())
+            else:
+                inputs.append(a)
+        return self.new_tensor([v for v in inputs if not (isinstance(v, T) and v.maybe_tensor)], st,
+                               f"{d.qual.rsplit('.', 1)[-1]}.{name}")
 
     def super_method(self, sup: Super, name: str, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State,
                      fr: Frame) -> Val:
@@ -244,6 +293,27 @@ class NNModules(Templates):
 
     def call_obj(self, o: Obj, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State, fr: Frame,
                  in_seq: Obj | None) -> Val:
+        if o.kind == "opaque":
+            # An object we cannot see into (a model passed in as a parameter, self.agent set outside __init__):
+            # calling it with grad on gives a tensor that may require grad and keeps its parameters.
+            tensors: list[Val] = [v for v in (*pos, *kw.values()) if isinstance(v, T) and not v.maybe_tensor]
+            out = self.new_tensor(tensors, st, o.qual or "module", min_rg=MAYBE)
+            if st.no_grad:
+                return out.with_(maybe_tuple=True)
+            owners: list[Any] = []
+            cur: Any = o
+            while isinstance(cur, Obj) and len(owners) < 6:
+                owners.append(cur)
+                cur = cur.cfg.get("parent")
+            return out.with_(maybe_tuple=True, prov=out.prov | {(x, self.stamp, None) for x in owners})
+        if o.kind == "wrapper":  # DataParallel(model)(x) is model(x)
+            return self.call(o.attrs.get("module", UNKNOWN), pos, kw, n, st, fr)
+        if o.kind == "library" and pos:  # einops layers: Rearrange is a view, Reduce/EinMix make new tensors
+            kind = o.cfg.get("kind")
+            info = self.kb.get("torch.reshape")
+            if isinstance(kind, Const) and kind.value == "view" and info is not None:
+                return self.apply(info, [pos[0], UNKNOWN_NUM], {}, n, st, fr, display=o.qual.rsplit(".", 1)[-1])
+            return self.new_tensor([pos[0]], st, o.qual.rsplit(".", 1)[-1], min_rg=NO)
         if o.kind == "torch":
             info = self.kb.get(o.qual)
             if info is None:
@@ -261,8 +331,10 @@ class NNModules(Templates):
             fwd = o.info.find_method("forward")
             if fwd is not None:
                 res = self.call_func(fwd, [o, *pos], kw, st, fr, n)
-                if isinstance(res, T) and not st.no_grad:
-                    res = res.with_(prov=res.prov | {(o, self.stamp, None)})
+                if res is UNKNOWN and not st.no_grad and any(isinstance(p, T) and p.rg >= MAYBE for p in pos):
+                    # its forward could not be followed: the result may keep the module's parameters
+                    return self.new_tensor(list(pos), st, o.qual or "module", min_rg=MAYBE).with_(
+                        prov=frozenset({(o, self.stamp, None)}), maybe_tuple=True)
                 return res
             tb = o.info.torch_bases()
             if "torch.nn.Sequential" in tb and pos:
@@ -307,31 +379,29 @@ class NNModules(Templates):
                     fr: Frame) -> Val:
         if self._is_function_class(ci):
             return UNKNOWN
-        # A class constructed again with arguments of the same shape: copy what its constructor built last time.
         init = ci.find_method("__init__")
-        key = ("new", id(ci), self.call_key(init, pos, kw, st)) if init is not None and not self.quiet else None
-        tpl = self.templates.get(key) if key is not None else None
-        if isinstance(tpl, Template):
-            o = self.from_template(tpl, pos, kw, st)
-            o.ctor = self.site(n)
-            return o
-        mark, backwards, steps = marker(), self.backwards, st.heap.steps
-        before = dict(st.heap.saved) if key is not None else {}
-        tb = ci.torch_bases()
+        args_key = self.call_key(init, pos, kw, st) if init is not None else None
+        key = ("new", fkey_class(ci), args_key) if args_key is not None else None
+        if init is not None and not self.affordable(init) and not isinstance(self.summaries.get(key), Summary):
+            bare = Obj("local", ci.name, ci)  # a constructor in another module, beyond the budget: contents unknown
+            bare.training, bare.ctor = True, self.site(n)
+            return bare
+        o = self.summarised(key, pos, kw, st, lambda: self._construct(ci, init, pos, kw, n, st, fr))
+        if isinstance(o, Obj):
+            o.ctor = self.site(n)  # a replayed construction is a copy: it was made here
+        return o
+
+    def _construct(self, ci: ClassInfo, init: FuncInfo | None, pos: list[Val], kw: dict[str, Val], n: ast.Call,
+                   st: State, fr: Frame) -> Obj:
         o = Obj("local", ci.name, ci)
         o.training = True
         o.ctor = self.site(n)
         if init is not None:
             self.call_func(init, [o, *pos], kw, st, fr, n)
-        elif "torch.nn.Sequential" in tb:
+        elif "torch.nn.Sequential" in ci.torch_bases():
             o.entries = self._entries(pos)
         else:
             self.init_torch_base(o, ci, pos, kw, n)
-        if key is not None and tpl is None:
-            made = None
-            if self.backwards == backwards:
-                made = self.make_template(o, mark, pos, kw, before, st, steps)
-            self.templates[key] = made if made is not None else NOT_SUMMARISED
         return o
 
     # subclasses of torch modules (class MyConv(nn.Conv3d)) ------------------------------------------------

@@ -11,11 +11,15 @@ from gradguard.analysis.values import Storage, T, Val, join
 
 @dataclass(frozen=True)
 class StepEvent:
+    """Parameters changed in place (an optimizer step, a manual update). ``site``/``stmt`` are where the checked
+    file makes it happen: the step itself, or the call of another module's function that steps (``inner``)."""
+
     stamp: int
     owners: frozenset[Any]
     site: Site
     stmt: Site
     op: str
+    inner: Site | None = None
 
 
 @dataclass

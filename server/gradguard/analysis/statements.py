@@ -11,6 +11,7 @@ from gradguard.analysis.common import (
     AUTOCAST_CTX,
     BINOPS,
     ENABLE_GRAD_CTX,
+    MAX_LOOP_PRODUCT,
     NO_GRAD_CTX,
     OPSYM,
     Budget,
@@ -30,6 +31,7 @@ from gradguard.analysis.values import (
     NONE,
     UNKNOWN,
     YES,
+    Alt,
     ClassInfo,
     ClassV,
     Const,
@@ -40,7 +42,14 @@ from gradguard.analysis.values import (
     T,
     Val,
     join,
+    next_id,
 )
+
+_STMT: dict[type, Any] = {}  # node class -> handler (an ``s_*`` method)
+
+
+def _skip(self: Statements, s: ast.stmt, st: State, fr: Frame) -> State:
+    return st
 
 
 class Statements(AnalyzerCore):
@@ -58,14 +67,17 @@ class Statements(AnalyzerCore):
         self.budget -= 1
         if self.budget <= 0:
             raise Budget()
+        if self.mod is not self.root:
+            self.foreign_used += 1
         self.stamp += 1
         prev = self.cur_stmt
         self.cur_stmt = s
         try:
-            m = getattr(self, "s_" + s.__class__.__name__, None)
+            cls = s.__class__
+            m = _STMT.get(cls)
             if m is None:
-                return st
-            return m(s, st, fr)  # type: ignore[no-any-return]
+                m = _STMT[cls] = getattr(type(self), "s_" + cls.__name__, _skip)
+            return m(self, s, st, fr)  # type: ignore[no-any-return]
         finally:
             self.cur_stmt = prev
 
@@ -131,6 +143,15 @@ class Statements(AnalyzerCore):
                 for e, item in zip(elts, v.items):
                     self.assign(e, item, st, fr, stmt)
                 return
+            if isinstance(v, Alt) and star is None and all(s.items is not None and len(s.items) == len(elts)
+                                                          for s in v.alts):
+                for i, e in enumerate(elts):
+                    part: Val = UNKNOWN
+                    for k, s in enumerate(v.alts):
+                        assert s.items is not None
+                        part = s.items[i] if k == 0 else join(part, s.items[i])
+                    self.assign(e, part, st, fr, stmt)
+                return
             for i, e in enumerate(elts):
                 if isinstance(e, ast.Starred):
                     self.assign(e.value, Seq(None, self.elem(v, stmt), "list"), st, fr, stmt)
@@ -147,11 +168,11 @@ class Statements(AnalyzerCore):
                 elif isinstance(t.value, ast.Attribute):
                     owner = self.ev(t.value.value, st, fr)
                     if isinstance(owner, Obj):
-                        self.epoch += 1
+                        self.touched(owner)
                         if t.value.attr in owner.params:
                             owner.params[t.value.attr] = new
                         else:
-                            owner.attrs[t.value.attr] = new
+                            self.set_attr(owner, t.value.attr, new)
         elif isinstance(t, ast.Attribute):
             obj = self.ev(t.value, st, fr)
             if isinstance(obj, Obj):
@@ -162,8 +183,7 @@ class Statements(AnalyzerCore):
                     acarry: tuple[Site, str, Site, object] = (self.site(stmt), self.text(t), self.site(stmt.value),
                                                               "attribute")
                     v = v.with_(prov=frozenset((o, s_, c or acarry) for (o, s_, c) in v.prov))
-                self.epoch += 1
-                obj.attrs[t.attr] = v
+                self.set_attr(obj, t.attr, v)
         elif isinstance(t, ast.Subscript):
             base = self.ev(t.value, st, fr)
             self.ev_nograd(t.slice, st, fr)
@@ -265,23 +285,57 @@ class Statements(AnalyzerCore):
             return self.exec_block(s.body, st, fr)
         if is_false(test) or (isinstance(test, Const) and test.known and test.value is None):
             return self.exec_block(s.orelse, st, fr)
-        a = self.exec_block(s.body, st.branch(), fr)
+        self.attr_logs.append((next_id(), []))
+        try:
+            a = self.exec_block(s.body, st.branch(), fr)
+        finally:
+            log_a = self.attr_logs.pop()[1]
+        after_a = [(o, name, o.attrs.get(name)) for o, name, _old in log_a]
+        for o, name, old in reversed(log_a):  # the else branch starts from the objects as they were
+            if old is None:
+                o.attrs.pop(name, None)
+            else:
+                o.attrs[name] = old
         b = self.exec_block(s.orelse, st, fr) if s.orelse else st
+        seen: set[tuple[int, str]] = set()
+        for o, name, va in after_a:
+            if (id(o), name) in seen:
+                continue
+            seen.add((id(o), name))
+            vb = o.attrs.get(name)
+            if a is None:
+                continue  # the if branch returned or raised: the else branch's value stands
+            if b is None:
+                merged = va
+            else:
+                merged = va if vb is None else vb if va is None else join(va, vb)
+            if merged is None:
+                o.attrs.pop(name, None)
+            else:
+                self.set_attr(o, name, merged)
         return join_states(a, b)
 
     def _loop(self, node: ast.For | ast.AsyncFor | ast.While, st: State, fr: Frame, bind: Any) -> State | None:
-        carried = self.loop_carried.get(id(node))
+        carried: set[str] | None = getattr(node, "_gg_carried", None)
         if carried is None:
             carried = carried_names(node.body)
-            self.loop_carried[id(node)] = carried
+            node._gg_carried = carried  # type: ignore[union-attr]  # cached on the tree it describes
         loop = Loop(carried, node)
+        # Each pass starts from the previous pass's state (a tensor saved in one iteration and written in the
+        # next; a graph carried over an optimizer step). Three passes cover what the third iteration sees that
+        # the second does not (state that first requires grad in iteration 2, saves parameters then, and is
+        # stepped on before iteration 3's backward); loops nested in loops get fewer passes, so that the
+        # product over any nest stays at most MAX_LOOP_PRODUCT and the cost linear in the code.
+        product = self.loop_product
+        passes = 3 if product == 1 else (2 if product * 2 <= MAX_LOOP_PRODUCT else 1)
+        self.loop_product = product * passes
         fr.loops.append(loop)
         self.active_loops.append(node)
         try:
             entry = st.branch()
             cur: State | None = entry
             exits: State | None = st
-            for _ in range(2):
+            for _ in range(passes):
                 if cur is None:
                     break
                 body_in = cur.branch()
@@ -295,6 +349,7 @@ class Statements(AnalyzerCore):
         finally:
             fr.loops.pop()
             self.active_loops.pop()
+            self.loop_product = product
         for b in loop.breaks:
             exits = join_states(exits, b)
         if node.orelse and exits is not None:
@@ -385,5 +440,4 @@ class Statements(AnalyzerCore):
         elif isinstance(target, ast.Attribute):
             obj = self.ev(target.value, st, fr)
             if isinstance(obj, Obj):
-                self.epoch += 1
-                obj.attrs[target.attr] = v
+                self.set_attr(obj, target.attr, v)

@@ -32,17 +32,25 @@ class Training(AnalyzerCore):
             if ev is None:
                 continue
             bw_stmt = self.stmt_site()
+            if self.entry is not None and bw_stmt.path:
+                bw_stmt = self.entry[1]  # the backward runs inside another module's helper this file calls
             if carry is not None and (carry[3] in self.active_loops or (carry[3] == "attribute" and self.active_loops)):
                 csite, cname, vsite, _loop = carry
                 # The in-place op is the step; the fix (.detach()) goes where the state is carried.
+                use = self.carry_use.get(csite)
+                used = ((use[0], f"`{cname}` from the previous iteration enters this iteration's graph here "
+                                 f"({use[1]})"),) if use is not None else ()
                 self.report(Hazard("carry", "carry", ev.site, ev.stmt, ev.op, cname,
                                    related=((csite, f"`{cname}` carries the previous iteration's graph here"),
-                                            (bw_stmt, "backward reaches the previous iteration's graph here")),
+                                            (bw_stmt, "backward reaches the previous iteration's graph here"),
+                                            *used),
                                    extra=(("value_span", vsite), ("carry_stmt_span", csite),
                                           ("step_line", ev.site.line), ("backward_line", bw_stmt.line))))
             else:
+                inner = ((ev.inner, f"{ev.op} runs here"),) if ev.inner is not None else ()
                 self.report(Hazard("step", "step", ev.site, ev.stmt, ev.op, "",
-                                   related=((bw_stmt, "this backward goes through the graph built before the step"),),
+                                   related=((bw_stmt, "this backward goes through the graph built before the step"),
+                                            *inner),
                                    extra=(("step_stmt_span", ev.stmt), ("backward_line", bw_stmt.line),
                                           ("backward_stmt_span", bw_stmt))))
             break

@@ -96,6 +96,7 @@ class T(Val):
     prov: frozenset[Prov] = frozenset()
     alias_of: str | None = None  # `out = x`: the name it aliases (for GG103 fixes)
     alias_site: Site | None = None
+    view_site: Site | None = None  # where this view (of another tensor's storage) was made
     origin: str = ""  # how it was made ("sigmoid", "nn.Parameter", ...)
 
     def with_(self, **kw: Any) -> T:
@@ -267,6 +268,15 @@ class Params(Val):
 
 
 @dataclass(frozen=True, eq=False)
+class Partial(Val):
+    """``functools.partial(func, *args, **kw)``."""
+
+    func: Val
+    args: tuple[Val, ...] = ()
+    kw: tuple[tuple[str, Val], ...] = ()
+
+
+@dataclass(frozen=True, eq=False)
 class ModV(Val):
     """An imported module of the project or a library (``import models``, ``from . import blocks``)."""
 
@@ -288,6 +298,7 @@ def join(a: Val, b: Val) -> Val:
                  (a.view or b.view), view_op=a.view_op or b.view_op,
                  maybe_tensor=a.maybe_tensor and b.maybe_tensor, maybe_tuple=a.maybe_tuple or b.maybe_tuple,
                  prov=a.prov | b.prov, alias_of=a.alias_of or b.alias_of, alias_site=a.alias_site or b.alias_site,
+                 view_site=a.view_site or b.view_site,
                  origin=a.origin or b.origin)
     if isinstance(a, T) and b is UNKNOWN:
         return a
@@ -297,6 +308,10 @@ def join(a: Val, b: Val) -> Val:
         return a
     if isinstance(b, T) and isinstance(a, Const):
         return b
+    if isinstance(a, Seq) and isinstance(b, Seq) and a.kind == b.kind == "tuple" and a.items is not None \
+            and b.items is not None and len(a.items) == len(b.items):
+        # `return ind, one_hot` on two paths: a pair whose parts are each either path's
+        return Seq.of([join(x, y) for x, y in zip(a.items, b.items)], "tuple")
     if isinstance(a, (Seq, Alt)) and isinstance(b, (Seq, Alt)):
         alts: list[Seq] = []
         for x in (a.alts if isinstance(a, Alt) else (a,)) + (b.alts if isinstance(b, Alt) else (b,)):

@@ -69,6 +69,7 @@ class OpInfo:
     when_number: Mapping[str, tuple[Mapping[str, tuple[str, ...]], tuple[str, ...]]] = field(default_factory=dict)
     train_kwarg_default: bool | None = None
     returns_tuple: bool = False
+    output_requires_grad: bool = True  # False: the result never requires grad (zeros_like, argmax, new_empty)
 
     @staticmethod
     def from_json(name: str, d: Mapping[str, Any]) -> OpInfo:
@@ -93,6 +94,7 @@ class OpInfo:
                          for a, w in (d.get("when_number") or {}).items() if w.get("differs")},
             train_kwarg_default=d.get("train_kwarg_default"),
             returns_tuple=bool(d.get("returns_tuple", False)),
+            output_requires_grad=bool(d.get("output_requires_grad", True)),
         )
 
     def saved_args(self, requires_grad: Mapping[str, bool]) -> list[str]:

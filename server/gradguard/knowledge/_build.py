@@ -91,6 +91,7 @@ def probe_spec(spec: Spec) -> dict[str, Any]:
     saves_output: list[str] = []
     out_idx: set[int] = set()
     internal = False
+    grad_out = False  # does any output require grad when an input does?
     for src in sources:
         r = E.run(spec, arg_names, {src})
         if r.error:
@@ -102,6 +103,7 @@ def probe_spec(spec: Spec) -> dict[str, Any]:
                 entry.setdefault("errors", {})[src] = r.error
             continue
         mutated |= r.mutated
+        grad_out = grad_out or any(t.requires_grad for t in E.flatten_tensors(r.output))
         for name in r.saved:
             saves.setdefault(name, []).append(src)
         if r.saved_outputs:
@@ -110,6 +112,10 @@ def probe_spec(spec: Spec) -> dict[str, Any]:
         internal = internal or r.internal > 0
     entry["saves"] = {k: v for k, v in sorted(saves.items())}
     entry["saves_output"] = saves_output
+    if float_args and not grad_out and E.flatten_tensors(base.output) and "non_differentiable" not in entry \
+            and "errors" not in entry:
+        # zeros_like, new_empty, argmax, bernoulli: the result never requires grad, whatever the inputs
+        entry["output_requires_grad"] = False
     if spec.kind != "module" and len(float_args) >= 2:
         when_number = _number_variants(spec, arg_names, float_args, saves, saves_output)
         if when_number:

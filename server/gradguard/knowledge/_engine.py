@@ -215,7 +215,9 @@ def run(
             hits = [(n, c) for n, c in cands if _storage(c) == sp]
             out_hits = [i for i, o in enumerate(outs) if _storage(o) == sp]
         else:
-            out_hits = []
+            # a sparse tensor has no single storage: it is saved as the very tensor object
+            hits = [(n, c) for n, c in cands if c is t]
+            out_hits = [i for i, o in enumerate(outs) if o is t]
         if hits and out_hits:
             # the output aliases an argument: an in-place op, or an op returning a view/its input.
             name = hits[0][0]

@@ -197,6 +197,10 @@ def _fn_specs() -> list[Spec]:
         fn("torch.cat", torch.cat, _in(lambda: [R(4, 6), R(4, 6)]), aten="cat"),
         fn("torch.concat", torch.concat, _in(lambda: [R(4, 6), R(4, 6)]), aten="concat"),
         fn("torch.stack", torch.stack, _in(lambda: [R(4, 6), R(4, 6)]), aten="stack"),
+        # sparse tensors: the constructor's backward reads the tensor it built (an in-place add to it breaks it)
+        fn("torch.sparse_coo_tensor", torch.sparse_coo_tensor,
+           _in(lambda: torch.tensor([[0, 1, 2], [1, 2, 0]]), lambda: R(3), (3, 3)), names=["indices", "values", "size"],
+           params=["indices", "values", "size"], aten="sparse_coo_tensor.indices_size"),
         fn("torch.hstack", torch.hstack, _in(lambda: [R(4, 6), R(4, 6)]), aten="hstack"),
         fn("torch.vstack", torch.vstack, _in(lambda: [R(4, 6), R(4, 6)]), aten="vstack"),
         fn("torch.softmax", torch.softmax, _in(p46, 1), aten="softmax"),

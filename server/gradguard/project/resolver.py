@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
+from gradguard.knowledge.libraries import UNREAD_PACKAGES
 from gradguard.project.search_path import SearchPath
 from gradguard.project.sources import SourceFile, read_source
 
@@ -23,7 +24,7 @@ SKIP_TOP = frozenset({
     "attr", "attrs", "pydantic", "omegaconf", "hydra", "rich", "click", "tabulate", "termcolor", "packaging",
     "google", "grpc", "protobuf", "onnx", "onnxruntime", "triton", "numba", "pygls", "lsprotocol", "libcst",
     "gradguard", "safetensors", "huggingface_hub", "tokenizers", "regex", "filelock", "fsspec", "jinja2",
-})
+}) | UNREAD_PACKAGES
 
 
 def _module_files(base: str) -> tuple[str | None, bool, bool]:

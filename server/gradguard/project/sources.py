@@ -50,6 +50,10 @@ class SourceFile:
         return os.path.dirname(self.path)
 
     @property
+    def is_ascii(self) -> bool:
+        return self.text.isascii()
+
+    @property
     def lines(self) -> list[str]:
         if self._lines is None:
             self._lines = self.text.splitlines()

@@ -85,6 +85,11 @@ class Rule:
             rp, rl = where(r.site)
             rs = span(rl, r.site)
             related.append(Related(rp, rs.line, rs.column, f"{r.op} saved {r.what} here", rs.end_line, rs.end_column))
+            if r.view is not None and r.view != r.site:
+                vp, vl = where(r.view)
+                vs = span(vl, r.view)
+                related.append(Related(vp, vs.line, vs.column, f"what {r.op} saved is a view of `{h.target}`, made here",
+                                       vs.end_line, vs.end_column))
         for site, msg in h.related:
             rp, rl = where(site)
             rs = span(rl, site)
