@@ -30,8 +30,14 @@ def timm_files() -> list[Path]:
 def files() -> list[str]:
     timm = timm_files()
     chosen = timm if FULL else sorted({p for p in timm if p.name in ("fasternet.py", "_helpers.py")} | set(timm[::20]))
-    out = [*sorted((CORPUS / "cases").glob("*.py")), *sorted((ROOT / "tests" / "fixtures").rglob("*.py")), *chosen]
+    out = [*sorted((CORPUS / "cases").glob("*.py")), *single_file_fixtures(), *chosen]
     return [str(p) for p in out]
+
+
+def single_file_fixtures() -> list[Path]:
+    """The fixtures but the multi-file projects (tests/fixtures/projects: see the xfail test below)."""
+    fixtures = ROOT / "tests" / "fixtures"
+    return [p for p in sorted(fixtures.rglob("*.py")) if "projects" not in p.relative_to(fixtures).parts]
 
 
 def check(paths: list[str], seed: str, jobs: int, fmt: str = "json") -> bytes:
@@ -61,5 +67,14 @@ def test_same_bytes_for_any_seed_jobs_and_path_order() -> None:
 
 @pytest.mark.parametrize("fmt", ["text", "sarif"])
 def test_other_formats_are_deterministic_too(fmt: str) -> None:
-    paths = [str(p) for p in sorted((ROOT / "tests" / "fixtures").rglob("*.py"))]
+    paths = [str(p) for p in single_file_fixtures()]
     assert check(paths, "5", 1, fmt) == check(list(reversed(paths)), "6", 2, fmt)
+
+
+@pytest.mark.xfail(strict=True, reason="project layer (not fixed here): `import ops` in two sibling projects that "
+                   "each have an ops.py resolves to the first one given, so the order of the paths decides which "
+                   "ops.py gets the finding (and the clean twin's is flagged); remove this marker once it passes")
+def test_path_order_with_sibling_projects() -> None:
+    projects = ROOT / "tests" / "fixtures" / "projects"
+    a, b = str(projects / "mutating_helper"), str(projects / "mutating_helper_clean")
+    assert check([a, b], "0", 1, "text") == check([b, a], "0", 1, "text")
