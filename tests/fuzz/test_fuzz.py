@@ -14,7 +14,7 @@ import zlib
 
 import hypothesmith
 import pytest
-from harness import MUTATIONS, check_properties, mutate, timm_files, zoo_files
+from harness import MUTATIONS, ROOT, check_properties, mutate, timm_files, zoo_files
 from hypothesis import HealthCheck, given, settings
 from programs import torch_programs
 
@@ -59,7 +59,13 @@ def _mutant_cases() -> list[tuple[str, str, int]]:
     return [(str(f), kind, 0) for f in timm for kind in MUTATIONS]
 
 
-MUTANTS = _mutant_cases()
+# Mutants that once broke a property (found by `make fuzz`), kept in the default run.
+REGRESSIONS = [
+    (str(ROOT / "tests/fixtures/gg202/pos_actor_critic.py"), "nest_blocks", 1),  # 99 levels + the hatch's `with`
+    (str(ROOT / "tests/fixtures/gg202/pos_gan_reused_logits.py"), "nest_blocks", 1),
+    *[(str(f), "line_separators", 0) for f in timm_files() if f.name == "coat.py"],  # GG000 past the line end
+]
+MUTANTS = _mutant_cases() + REGRESSIONS
 
 
 @pytest.mark.parametrize(("path", "kind", "seed"), MUTANTS,

@@ -175,6 +175,13 @@ class Ctx:
         between the edits and the finding's statement, nor with the size of the file. When that cannot decide
         (comment lines only, a region that does not dedent), the older check: the lines touched and the
         statement, a region that grows until the original parses, and as a last resort the whole file."""
+        from gradguard.fixes import apply_edits
+
+        if any(_indent_width(self.lines[e.line - 1]) >= DEEP_INDENT or _max_indent(e.text) >= DEEP_INDENT
+               for e in fix.edits if 1 <= e.line <= len(self.lines)):
+            # Near Python's limit of 100 indentation levels a region parsed on its own (dedented) cannot tell
+            # whether one more level (the escape hatch's `with`) still fits: only the whole file can.
+            return _parses_module(apply_edits(self.source, fix.edits))
         verdict = self._parses_by_statements(fix)
         if verdict is not None:
             return verdict
@@ -269,11 +276,22 @@ class Ctx:
                 return _parses_module(apply_edits(self.source, fix.edits))
 
 
+DEEP_INDENT = 80  # characters of indentation: at one character per level, near the limit of 100 levels
+
+
+def _indent_width(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t\f"))
+
+
+def _max_indent(text: str) -> int:
+    return max((_indent_width(ln) for ln in source_lines(text) if ln.strip()), default=0)
+
+
 def _parses_module(text: str) -> bool:
     try:
         ast.parse(text)
         return True
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
 
 
