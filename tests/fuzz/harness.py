@@ -129,7 +129,7 @@ def check_properties(data: bytes | str, name: str = "fuzz.py", budget: float | N
 
 
 # ------------------------------------------------------------------------------------------------- mutants
-MUTATIONS = ("truncate", "delete_lines", "nest_blocks", "nest_parens", "nul", "invalid_utf8", "crlf", "cr_only",
+MUTATIONS = ("none", "truncate", "delete_lines", "nest_blocks", "nest_parens", "nul", "invalid_utf8", "crlf", "cr_only",
              "bom", "surrogate", "line_separators", "swap_lines", "flip_bytes", "tabs", "duplicate_block")
 
 
@@ -137,6 +137,8 @@ def mutate(data: bytes, kind: str, rnd: random.Random) -> bytes | str:
     """One mutant of ``data`` (bytes of a real source file). ``surrogate`` gives text (lone surrogates cannot be
     encoded); everything else gives bytes."""
     lines = data.split(b"\n")
+    if kind == "none":  # the file itself: the crash sweep over the zoo
+        return data
     if kind == "truncate":
         return data[:rnd.randrange(len(data) + 1)]
     if kind == "delete_lines":
