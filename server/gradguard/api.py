@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from gradguard.config import Config, load_config
 from gradguard.files import iter_python_files
-from gradguard.model import Finding
+from gradguard.model import Finding, source_lines
 
 if TYPE_CHECKING:
     from gradguard.project import Project
@@ -45,14 +45,25 @@ def parse(source: str, path: str = "<string>") -> tuple[ast.Module | None, Findi
     try:
         return ast.parse(source, filename=path, type_comments=False), None
     except SyntaxError as e:
-        line = e.lineno or 1
-        col = e.offset or 1
+        line, col = _clamp(source, e.lineno or 1, e.offset or 1)
         msg = e.msg or "invalid syntax"
         return None, _gg000(path, line, col, f"could not parse: {msg} (gradguard skips this file until it parses)")
     except (RecursionError, MemoryError):
         return None, _gg000(path, 1, 1, "could not parse: the file is too deeply nested for the Python parser")
     except ValueError as e:  # e.g. source with NUL bytes
         return None, _gg000(path, 1, 1, f"could not parse: {e}")
+
+
+def _clamp(source: str, line: int, col: int) -> tuple[int, int]:
+    """A SyntaxError's position inside the file: its offset counts in the whole logical line (a backslash
+    continuation can make it longer than the physical line), and "unexpected EOF" points past the last line."""
+    lines = source_lines(source)
+    if not lines:
+        return 1, 1
+    if line > len(lines):
+        return len(lines), len(lines[-1]) + 1
+    line = max(line, 1)
+    return line, max(1, min(col, len(lines[line - 1]) + 1))
 
 
 def noqa_codes(line_text: str) -> set[str] | None:
@@ -130,7 +141,7 @@ def check_text(source: str | bytes, path: str = "<string>", config: Config | Non
     from gradguard.analysis import analyze_file
     from gradguard.rules import findings_from_hazards
 
-    lines = source.splitlines()
+    lines = source_lines(source)  # numbered as ast numbers them (not str.splitlines)
     try:
         result = analyze_file(tree, source, path, project, file)
     except RecursionError:
@@ -208,9 +219,7 @@ def check_paths(paths: Iterable[str], config: Config | None = None, jobs: int | 
     config = config or load_config(paths[0] if paths else ".")
     files = list(iter_python_files(paths, config))
     if project is True:
-        from gradguard.project import build_project
-
-        project = build_project(paths, config.root, config.src, python=python)
+        project = project_for(paths, config, python)
     elif project is False:
         project = None
     jobs = jobs or os.cpu_count() or 1
@@ -232,6 +241,26 @@ def check_paths(paths: Iterable[str], config: Config | None = None, jobs: int | 
             for part in ex.map(_check_many, [(c, config, fixes, project) for c in chunks]):
                 results.extend(part)
     return merge_results(results, fixes)
+
+
+def project_for(paths: Sequence[str], config: Config, python: str | None = None) -> Project:
+    """The project ``check_paths`` follows imports through (workspace roots, ``src``, the site-packages of
+    ``python``, else of ``[tool.gradguard] python``, else of the interpreter running gradguard)."""
+    from gradguard.project import build_project
+
+    return build_project(list(paths), config.root, config.src, python=python or config.python or None)
+
+
+def fix_file(path: str, text: str, findings: Sequence[Finding], config: Config | None = None,
+             unsafe: bool = False, project: Project | None = None) -> Any:
+    """What ``--fix`` does to one file: :func:`gradguard.fixes.fix_until_stable`, re-checking with the same
+    configuration and project. Returns its ``FixOutcome``."""
+    from gradguard.fixes import fix_until_stable
+
+    def recheck(new: str) -> list[Finding]:
+        return check_text(new, path, config, fixes=True, project=project).findings
+
+    return fix_until_stable(text, findings, recheck, unsafe=unsafe)
 
 
 def merge_results(results: list[FileResult], fixes: bool = True) -> list[Finding]:

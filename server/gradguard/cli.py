@@ -10,12 +10,6 @@ from collections.abc import Sequence
 from gradguard import __version__
 
 
-def _codes(s: str | None) -> tuple[str, ...] | None:
-    if s is None:
-        return None
-    return tuple(c.strip().upper() for c in s.split(",") if c.strip())
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="gradguard", description=__doc__)
     p.add_argument("--version", action="version", version=f"gradguard {__version__}")
@@ -77,50 +71,102 @@ def main(argv: Sequence[str] | None = None) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     import os
 
-    from gradguard.api import check_paths
-    from gradguard.config import load_config
-    from gradguard.output import FORMATS
+    from gradguard.api import check_paths, fix_file, project_for
+    from gradguard.config import ConfigError, check_cli_codes, load_config
+    from gradguard.model import source_lines_keepends
+    from gradguard.output import FORMATS, display_path
+    from gradguard.output import text as text_output
 
     for p in args.paths:
         if not os.path.exists(p):
             print(f"gradguard: error: {p}: no such file or directory", file=sys.stderr)
             return 2
-    config = load_config(args.paths[0]).with_overrides(select=_codes(args.select), ignore=_codes(args.ignore))
+    try:
+        select = check_cli_codes("--select", args.select)
+        ignore = check_cli_codes("--ignore", args.ignore)
+        config = load_config(args.paths[0]).with_overrides(select=select, ignore=ignore)
+    except ConfigError as e:
+        # A bad configuration is a usage error (exit 2, like ruff), never "findings" (1) nor a silent no-op.
+        if e.source:
+            e.source = display_path(e.source)
+        print(f"gradguard: error: {e}", file=sys.stderr)
+        return 2
     want_fixes = not args.no_fixes or args.fix or args.diff
-    findings = check_paths(args.paths, config, jobs=args.jobs or None, fixes=want_fixes)
+    jobs = args.jobs or None
+    project = project_for(args.paths, config)
+    findings = check_paths(args.paths, config, jobs=jobs, fixes=want_fixes, project=project)
     if args.fix or args.diff:
-        from gradguard.fixes import fix_text
-
-        by_path: dict[str, list] = {}
-        for f in findings:
-            by_path.setdefault(f.path, []).append(f)
         changed = 0
-        for path, fs in sorted(by_path.items()):
-            try:
-                with open(path, encoding="utf-8", newline="") as fh:
-                    old = fh.read()
-            except (OSError, UnicodeDecodeError):
+        for path, fs in _by_path(findings).items():
+            src = _read_source(path)
+            if src is None:
                 continue
-            new, applied = fix_text(old, fs, unsafe=args.unsafe_fixes)
-            if not applied or new == old:
+            old, encoding = src
+            outcome = fix_file(path, old, fs, config, unsafe=args.unsafe_fixes, project=project)
+            if not outcome.settled:
+                print(f"gradguard: {display_path(path)}: the fixes did not settle (each round found more to fix); "
+                      "nothing applied", file=sys.stderr)
+            new = outcome.text
+            if new == old:
                 continue
             changed += 1
             if args.diff:
                 sys.stdout.writelines(difflib.unified_diff(
-                    old.splitlines(True), new.splitlines(True), fromfile=f"a/{path}", tofile=f"b/{path}"))
+                    source_lines_keepends(old), source_lines_keepends(new), fromfile=f"a/{path}",
+                    tofile=f"b/{path}"))
             else:
-                with open(path, "w", encoding="utf-8", newline="") as fh:
-                    fh.write(new)
+                with open(path, "wb") as fh:
+                    fh.write(new.encode(encoding))
         if args.diff:
             return 1 if changed and not args.exit_zero else 0
         # Re-check what was written: report what is left.
-        findings = check_paths(args.paths, config, jobs=args.jobs or None, fixes=not args.no_fixes)
+        findings = check_paths(args.paths, config, jobs=jobs, fixes=not args.no_fixes, project=project)
         if changed:
             print(f"gradguard: fixed {changed} file{'s' if changed != 1 else ''}", file=sys.stderr)
-    out = FORMATS[args.format](findings)
+    if args.format == "text":
+        out = text_output(findings, fixable=_fixable(findings, config, project) if want_fixes else 0)
+    else:
+        out = FORMATS[args.format](findings)
     if out or args.format in ("json", "sarif"):
         print(out)
     return 1 if findings and not args.exit_zero else 0
+
+
+def _by_path(findings: list) -> dict[str, list]:
+    by_path: dict[str, list] = {}
+    for f in findings:
+        by_path.setdefault(f.path, []).append(f)
+    return dict(sorted(by_path.items()))
+
+
+def _read_source(path: str) -> tuple[str, str] | None:
+    """(text, encoding to write it back with) as the analyzer read it (PEP 263 cookie, BOM kept on write)."""
+    import io
+    import tokenize
+
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        text = data.decode(encoding)
+    except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
+        return None
+    return text.removeprefix("\ufeff"), encoding
+
+
+def _fixable(findings: list, config: object, project: object) -> int:
+    """How many findings ``--fix`` would really remove (verified by re-checking, as ``--fix`` does)."""
+    from gradguard.api import fix_file
+    from gradguard.fixes import applicable_fix
+
+    n = 0
+    for path, fs in _by_path(findings).items():
+        if not any(applicable_fix(f) for f in fs):
+            continue
+        src = _read_source(path)
+        if src is not None:
+            n += fix_file(path, src[0], fs, config, project=project).fixed  # type: ignore[arg-type]
+    return n
 
 
 def cmd_knowledge(args: argparse.Namespace) -> int:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+import stat
+from collections.abc import Callable, Iterable, Iterator
 
 import pathspec
 
@@ -12,19 +13,32 @@ from gradguard.config import DEFAULT_EXCLUDE, Config
 PY_SUFFIXES = (".py", ".pyi")
 
 
-def _spec(patterns: Iterable[str]) -> pathspec.PathSpec:
+def pattern_factory() -> Callable[[str], pathspec.Pattern]:
+    """The gitignore pattern class of the installed pathspec (< 0.12 only knows "gitwildmatch")."""
     try:
-        return pathspec.PathSpec.from_lines("gitignore", list(patterns))
-    except (KeyError, LookupError):  # pathspec < 0.12 only knows "gitwildmatch"
-        return pathspec.PathSpec.from_lines("gitwildmatch", list(patterns))
+        return pathspec.util.lookup_pattern("gitignore")
+    except (KeyError, LookupError):
+        return pathspec.util.lookup_pattern("gitwildmatch")
+
+
+def gitignore_spec(patterns: Iterable[str]) -> pathspec.PathSpec:
+    """A spec of the lines that compile; a line that does not (a lone ``!``) is skipped, as git skips it."""
+    factory = pattern_factory()
+    compiled = []
+    for line in patterns:
+        try:
+            compiled.append(factory(line))
+        except (ValueError, TypeError):
+            continue
+    return pathspec.PathSpec(compiled)
 
 
 def iter_python_files(paths: Iterable[str], config: Config) -> Iterator[str]:
     """Yield files to check. Explicitly named files are always yielded (like ruff); directories are walked."""
-    exclude = _spec([*DEFAULT_EXCLUDE, *config.exclude])
+    exclude = gitignore_spec([*DEFAULT_EXCLUDE, *config.exclude])
     seen: set[str] = set()
     for top in paths:
-        if os.path.isfile(top) or not os.path.exists(top):
+        if not os.path.isdir(top):  # a named file (even a FIFO: api refuses to read it, with a GG000)
             if top not in seen:
                 seen.add(top)
                 yield top
@@ -41,7 +55,7 @@ def _walk(top: str, exclude: pathspec.PathSpec, seen: set[str]) -> Iterator[str]
         if os.path.isfile(gi):
             try:
                 with open(gi, encoding="utf-8", errors="replace") as f:
-                    ignores = [*ignores, (d, _spec(f.read().splitlines()))]
+                    ignores = [*ignores, (d, gitignore_spec(f.read().splitlines()))]
             except OSError:
                 pass
         try:
@@ -60,11 +74,19 @@ def _walk(top: str, exclude: pathspec.PathSpec, seen: set[str]) -> Iterator[str]
                 continue
             if is_dir:
                 subdirs.append(e.path)
-            elif e.name.endswith(PY_SUFFIXES) and e.path not in seen:
+            elif e.name.endswith(PY_SUFFIXES) and e.path not in seen and _regular(e):
                 seen.add(e.path)
                 yield e.path
         for sd in reversed(subdirs):
             stack.append((sd, ignores))
+
+
+def _regular(e: os.DirEntry[str]) -> bool:
+    """A regular file, or a symlink to one: a FIFO, socket or device named ``*.py`` would block a read forever."""
+    try:
+        return stat.S_ISREG(e.stat(follow_symlinks=True).st_mode)
+    except OSError:
+        return False
 
 
 def _gitignores_above(top: str) -> list[tuple[str, pathspec.PathSpec]]:
@@ -90,7 +112,7 @@ def _gitignores_above(top: str) -> list[tuple[str, pathspec.PathSpec]]:
         if os.path.isfile(gi):
             try:
                 with open(gi, encoding="utf-8", errors="replace") as f:
-                    spec = _spec(f.read().splitlines())
+                    spec = gitignore_spec(f.read().splitlines())
             except OSError:
                 continue
             # A directory the user named explicitly is checked even if an ancestor .gitignore ignores it.

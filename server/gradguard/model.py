@@ -8,8 +8,33 @@ the negotiated encoding) at its boundary.
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+_LINE_END = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
+
+
+def source_lines(text: str) -> list[str]:
+    """The lines of Python source as the tokenizer and ``ast`` number them: split at CR LF, CR or LF only.
+
+    ``str.splitlines`` also splits at form feeds, ``\\x1c``-``\\x1e``, ``\\x85``, ``\\u2028`` and ``\\u2029``,
+    which are not line ends in Python source (a form feed is whitespace, the others may sit in strings and
+    comments): with it, every line after one of them is numbered differently from the finding. Like
+    ``splitlines()``: no terminators, and no empty last line after a final newline."""
+    parts = _NEWLINE.split(text)
+    if parts and parts[-1] == "":
+        parts.pop()
+    return parts
+
+
+def source_lines_keepends(text: str) -> list[str]:
+    """:func:`source_lines` with each line's terminator kept (``splitlines(keepends=True)`` for Python source)."""
+    parts = _LINE_END.split(text)
+    if parts and parts[-1] == "":
+        parts.pop()
+    return parts
 
 
 @dataclass(frozen=True)

@@ -20,12 +20,18 @@ def display_path(path: str) -> str:
     return path if rel.startswith("..") else rel
 
 
-def text(findings: Sequence[Finding]) -> str:
+def text(findings: Sequence[Finding], fixable: int | None = None) -> str:
+    """``fixable``: how many findings ``--fix`` really removes (the CLI verifies it by re-checking); None: count
+    the findings that have a safe preferred fix other than a ``# noqa``, unverified."""
     out = []
     for f in findings:
         out.append(f"{display_path(f.path)}:{f.line}:{f.column}: {f.code} {f.message}")
     if findings:
-        nfix = sum(1 for f in findings if any(x.safe for x in f.fixes))
+        if fixable is None:
+            from gradguard.fixes import applicable_fix
+
+            fixable = sum(1 for f in findings if applicable_fix(f) is not None)
+        nfix = fixable
         tail = f" ({nfix} fixable with `gradguard check --fix`)" if nfix else ""
         out.append(f"Found {len(findings)} problem{'s' if len(findings) != 1 else ''}{tail}.")
     return "\n".join(out)

@@ -32,7 +32,9 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
-CORPUS = Path(os.environ.get("GRADGUARD_CORPUS", ROOT.parent / "shared" / "corpus"))
+sys.path.insert(0, str(HERE.parent))  # tests/shared_data.py, also when this runs as a script
+from shared_data import CORPUS  # noqa: E402  (../shared next to the repository, or GRADGUARD_CORPUS)
+
 TRACER = HERE / "tracer.py"
 REFERENCES = HERE / "references"
 ROUNDS = 4

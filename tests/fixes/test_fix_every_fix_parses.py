@@ -11,6 +11,7 @@ from gradguard.api import check_source
 from gradguard.fixes import _overlaps, apply_edits
 from gradguard.rules import ALL_RULES
 from proof import CORPUS, FIXTURES
+from shared_data import corpus_manifest
 
 FILES = sorted((CORPUS / "cases").glob("*.py")) + sorted(FIXTURES.rglob("*.py"))
 SOURCES = [(str(p.relative_to(p.parents[1])), p.read_text(encoding="utf-8")) for p in FILES]
@@ -34,6 +35,11 @@ def test_every_offered_fix_parses(name: str, src: str) -> None:
             ast.parse(new)  # raises on a broken fix
         if f.code in ("GG101", "GG102", "GG103", "GG104"):
             assert not any(".detach()" in e.text for x in f.fixes for e in x.edits), f.fixes
+
+
+def test_the_corpus_is_swept() -> None:
+    corpus_manifest()  # skips with the reason when ../shared is missing (fails under CI=true)
+    assert any(n.startswith("cases/") for n, _ in SOURCES)
 
 
 def test_the_sweep_sees_findings() -> None:

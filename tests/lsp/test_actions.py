@@ -94,3 +94,50 @@ async def test_hover_explains_this_case(tmp_path):
         none = await c.text_document_hover_async(T.HoverParams(
             text_document=T.TextDocumentIdentifier(uri=uri), position=T.Position(line=0, character=2)))
         assert none is None
+
+
+DETR_LIKE = '''import torch
+from torch import nn
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(8, 8) for _ in range(3))
+
+    def forward(self, x):
+        for i, layer in enumerate(self.layers):
+            x = nn.functional.relu(layer(x)) if i < 2 else layer(x)
+        return x
+
+
+class Detector(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bbox = Head()
+
+    def forward(self, hs, ref):
+        tmp = self.bbox(hs)
+        boxes = [tmp]
+        tmp[..., :2] += ref
+        return tmp.sigmoid(), boxes
+'''
+
+
+async def test_fix_all_leaves_out_fixes_that_do_not_fix(tmp_path):
+    """A safe preferred fix whose result still has the finding (here a clone the analyzer does not credit) is
+    offered as a quick fix but never applied by fix-all: on save it would add a clone on every save."""
+    async with session() as c:
+        uri = (tmp_path / "detr.py").as_uri()
+        open_doc(c, uri, DETR_LIKE)
+        p = await wait_published(c, uri)
+        gg101 = next(d for d in p.diagnostics if d.code == "GG101")
+        preferred = next(f for f in gg101.data["fixes"] if f["preferred"])
+        assert preferred["safe"] and preferred["kind"] != "noqa"  # what fix-all used to apply
+        whole = T.Range(start=T.Position(line=0, character=0), end=T.Position(line=0, character=0))
+        assert not await actions(c, uri, whole, [], only=["source.fixAll"])
+        quick = await actions(c, uri, gg101.range, [gg101], only=[T.CodeActionKind.QuickFix])
+        assert preferred["title"] in [a.title for a in quick]
+        res = await c.workspace_execute_command_async(T.ExecuteCommandParams(
+            command="gradguard.fixAll", arguments=[uri]))
+        assert res == {"applied": 0} and not c.applied_edits

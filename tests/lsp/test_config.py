@@ -76,3 +76,50 @@ async def test_no_pyproject_uses_editor_settings(tmp_path):
         open_doc(c, uri, GG101_SRC)
         p = await wait_published(c, uri)
         assert p.diagnostics == ()
+
+
+async def test_bad_pyproject_is_one_notification_and_defaults_apply(tmp_path):
+    pp = tmp_path / "pyproject.toml"
+    pp.write_text('[tool.gradguard]\nselect = 5\nignore = ["GG101"]\n')
+    log_file = tmp_path / "server.log"
+    async with session(root=tmp_path, init={"debounceMs": 0, "logFile": str(log_file)}) as c:
+        uris = [(tmp_path / f"m{i}.py").as_uri() for i in range(3)]
+        for uri in uris:
+            open_doc(c, uri, GG101_SRC)
+        for uri in uris:
+            p = await wait_published(c, uri)
+            assert codes(p.diagnostics) == ["GG101"]  # the defaults (the bad table's ignore does not apply)
+        shown = [m for m in c.messages if "pyproject.toml" in m.message]
+        assert len(shown) == 1, shown  # one notification, however many files
+        assert shown[0].type == T.MessageType.Error
+        assert "[tool.gradguard] select: expected a list of rule codes" in shown[0].message
+        assert any("[tool.gradguard] select" in m.message for m in c.log_messages)
+        await wait_for(lambda: "[tool.gradguard] select" in log_file.read_text(), what="the log line")
+        # fixed: the table applies again, no new notification
+        pp.write_text('[tool.gradguard]\nignore = ["GG101"]\n')
+        n = len(c.published)
+        changed(c, pp)
+        p = await wait_published(c, uris[0], n)
+        assert p.diagnostics == ()
+        # broken again, differently: a file that does not parse is an error too, shown again
+        pp.write_text('[tool.gradguard\n')
+        n = len(c.published)
+        changed(c, pp)
+        p = await wait_published(c, uris[0], n)
+        assert codes(p.diagnostics) == ["GG101"]
+        await wait_for(lambda: any("could not parse" in m.message for m in c.messages), what="the parse error")
+        assert len([m for m in c.messages if "pyproject.toml" in m.message]) == 2
+
+
+async def test_bad_settings_are_one_notification_and_defaults_apply(tmp_path):
+    uri = (tmp_path / "m.py").as_uri()
+    init = {"select": ["GG999"], "exclude": ["!"], "debounceMs": "soon"}
+    async with session(root=tmp_path, init=init) as c:
+        open_doc(c, uri, GG101_SRC)
+        p = await wait_published(c, uri)
+        assert codes(p.diagnostics) == ["GG101"]  # select ["GG999"] would turn every rule off: ignored instead
+        await wait_for(lambda: c.messages, what="a notification")
+        assert len(c.messages) == 1 and c.messages[0].type == T.MessageType.Warning
+        text = c.messages[0].message
+        assert "3 settings ignored" in text and "GG999" in text and "'!'" in text and "debounceMs" in text
+        assert sum("ignored" in m.message for m in c.log_messages) >= 3

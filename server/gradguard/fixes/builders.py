@@ -14,12 +14,13 @@ import re
 import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import libcst as cst
 
 from gradguard.fixes.scope import is_private_tensor
-from gradguard.model import Edit, Finding, Fix, Mutation, Span
+from gradguard.model import Edit, Finding, Fix, Mutation, Span, source_lines
 
 ESCAPE_HATCH = "torch.autograd.graph.allow_mutation_on_saved_tensors()"
 
@@ -167,9 +168,95 @@ class Ctx:
 
     # -- validation --------------------------------------------------------------------------------------
     def parses_after(self, fix: Fix) -> bool:
-        """The lines the fix touches (and the statement) parse after the edits. When they are a fragment of a
-        larger statement (an entry of a multi-line ``nn.Sequential(...)``), the region grows until the original
-        text parses; only as a last resort is the whole file parsed."""
+        """The lines the fix touches parse after the edits.
+
+        Each group of adjacent edits is checked on the smallest run of whole statements holding it (from an
+        index of the module's statements built once per file), so the cost does not grow with the distance
+        between the edits and the finding's statement, nor with the size of the file. When that cannot decide
+        (comment lines only, a region that does not dedent), the older check: the lines touched and the
+        statement, a region that grows until the original parses, and as a last resort the whole file."""
+        from gradguard.fixes import apply_edits
+
+        if any(_indent_width(self.lines[e.line - 1]) >= DEEP_INDENT or _max_indent(e.text) >= DEEP_INDENT
+               for e in fix.edits if 1 <= e.line <= len(self.lines)):
+            # Near Python's limit of 100 indentation levels a region parsed on its own (dedented) cannot tell
+            # whether one more level (the escape hatch's `with`) still fits: only the whole file can.
+            return _parses_module(apply_edits(self.source, fix.edits))
+        verdict = self._parses_by_statements(fix)
+        if verdict is not None:
+            return verdict
+        return self._parses_by_growing(fix)
+
+    def _parses_by_statements(self, fix: Fix) -> bool | None:
+        from gradguard.fixes import apply_edits
+        from gradguard.fixes.scope import statement_region
+
+        edits = sorted(fix.edits, key=lambda e: (e.line, e.column))
+        clusters: list[list[Edit]] = []
+        for e in edits:
+            if clusters and e.line <= max(x.end_line for x in clusters[-1]) + 1:
+                clusters[-1].append(e)
+            else:
+                clusters.append([e])
+        for group in clusters:
+            a, b = min(e.line for e in group), max(e.end_line for e in group)
+            if not (1 <= a <= b <= len(self.lines)):
+                return None
+            region = statement_region(self.source, a, b)
+            if region is None:
+                return None
+            first, last, stmt = region
+            if stmt is not None and self._slot_parses(stmt, group):
+                continue  # an argument or element replaced by one expression: its statement still parses
+            old = "\n".join(self.lines[first - 1:last]) + "\n"
+            if _block_margin(old) is None or _statements(old) is None:
+                return None
+            shifted = [Edit(e.line - first + 1, e.column, e.end_line - first + 1, e.end_column, e.text)
+                       for e in group]
+            new = apply_edits(old, shifted)
+            if _block_margin(new) != _block_margin(old):
+                return None  # re-indented: only the whole file can say
+            n = _statements(new)
+            if n is None:
+                return False
+            if n == 0:
+                return None  # emptied a block? only the whole file can say
+        return True
+
+    def _slot_parses(self, stmt: ast.stmt, group: list[Edit]) -> bool:
+        """True when the edits lie inside one call argument / element of ``stmt`` and what that slot becomes
+        is still one expression (checked on the slot's text alone: the cost does not grow with the statement,
+        e.g. a Sequential of a thousand entries)."""
+        from gradguard.fixes import apply_edits
+        from gradguard.fixes.scope import expression_slot
+
+        def byte_col(line: int, col: int) -> int:
+            return len(self.lines[line - 1][: col - 1].encode("utf-8"))
+
+        start = (group[0].line, byte_col(group[0].line, group[0].column))
+        last = max(group, key=lambda e: (e.end_line, e.end_column))
+        end = (last.end_line, byte_col(last.end_line, last.end_column))
+        node = expression_slot(stmt, start, end)
+        if node is None or node.end_lineno is None or node.end_col_offset is None:
+            return False
+        l1, l2 = node.lineno, node.end_lineno
+        c1 = _char_col(self.lines[l1 - 1], node.col_offset)
+        c2 = _char_col(self.lines[l2 - 1], node.end_col_offset)
+        if l1 == l2:
+            text = self.lines[l1 - 1][c1:c2]
+        else:
+            text = "\n".join([self.lines[l1 - 1][c1:], *self.lines[l1:l2 - 1], self.lines[l2 - 1][:c2]])
+        shifted = [Edit(e.line - l1 + 1, e.column - (c1 if e.line == l1 else 0), e.end_line - l1 + 1,
+                        e.end_column - (c1 if e.end_line == l1 else 0), e.text) for e in group]
+        new = apply_edits(text, shifted)
+        try:
+            call = ast.parse(f"_(\n{new}\n,)", mode="eval").body
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return False
+        return (isinstance(call, ast.Call) and len(call.args) == 1 and not call.keywords
+                and not isinstance(call.args[0], (ast.Starred, ast.NamedExpr)))
+
+    def _parses_by_growing(self, fix: Fix) -> bool:
         from gradguard.fixes import apply_edits
 
         first0 = min([e.line for e in fix.edits] + [self.m.stmt.line])
@@ -189,12 +276,46 @@ class Ctx:
                 return _parses_module(apply_edits(self.source, fix.edits))
 
 
+DEEP_INDENT = 80  # characters of indentation: at one character per level, near the limit of 100 levels
+
+
+def _indent_width(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t\f"))
+
+
+def _max_indent(text: str) -> int:
+    return max((_indent_width(ln) for ln in source_lines(text) if ln.strip()), default=0)
+
+
 def _parses_module(text: str) -> bool:
     try:
         ast.parse(text)
         return True
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
+
+
+def _block_margin(text: str) -> str | None:
+    """The indentation of the first line that is code (None: none is)."""
+    for ln in source_lines(text):
+        st = ln.strip()
+        if st and not st.startswith("#"):
+            return ln[: len(ln) - len(ln.lstrip())]
+    return None
+
+
+@lru_cache(maxsize=256)
+def _statements(text: str) -> int | None:
+    """How many statements ``text`` holds once dedented (parsed alone, or as the body of an ``if``); None when
+    it does not parse. Cached: every fix of one statement checks the same original text."""
+    try:
+        return len(ast.parse(textwrap.dedent(text)).body)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        try:
+            body = ast.parse("if True:\n" + textwrap.indent(textwrap.dedent(text), "    ")).body
+            return len(body[0].body) if body and isinstance(body[0], ast.If) else None  # type: ignore[attr-defined]
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
 
 
 def _parses(text: str) -> bool:

@@ -11,10 +11,13 @@ aliased (``y = x``, stored in a container, appended to a list). Only the enclosi
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 import textwrap
 from collections.abc import Sequence
 from functools import lru_cache
+
+from gradguard.model import source_lines
 
 # Methods/functions whose result may share storage (or be the same tensor): binding a name to their result
 # makes an alias, not a new tensor.
@@ -50,10 +53,45 @@ def _parse_chunk(chunk: str) -> ast.Module | None:
         return None
 
 
+@lru_cache(maxsize=4)
+def _owners(source: str) -> tuple[ast.Module, list[ast.AST | None]] | None:
+    """The parsed module and, per line (1-based), the innermost function or class whose body holds it (None:
+    module level). Built once per source text, so finding a finding's scope costs O(1) instead of a walk up
+    the whole function for every finding."""
+    mod = parse_module(source)
+    if mod is None:
+        return None
+    nlines = len(source_lines(source)) + 2
+    owner: list[ast.AST | None] = [None] * (nlines + 1)
+    # ast.walk is breadth-first: an enclosing def is filled before the defs nested in it, which then override.
+    for node in ast.walk(mod):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
+            start = node.body[0].lineno
+            end = min(node.end_lineno or start, nlines)
+            for ln in range(start, end + 1):
+                owner[ln] = node
+    return mod, owner
+
+
 def enclosing_scope(source: str, lines: Sequence[str], line: int) -> tuple[ast.AST, int] | None:
     """(scope node, line offset) of the function holding ``line``, or of the module. None in a class body."""
     if not (1 <= line <= len(lines)):
         return None
+    idx = _owners(source)
+    if idx is not None:
+        mod, owner = idx
+        node = owner[line] if line < len(owner) else None
+        if node is None:
+            return mod, 0
+        if isinstance(node, ast.ClassDef):
+            return None
+        return node, 0
+    return _enclosing_scope_by_indent(source, lines, line)
+
+
+def _enclosing_scope_by_indent(source: str, lines: Sequence[str], line: int) -> tuple[ast.AST, int] | None:
+    """The same for a source that does not parse as a whole: the function is found by indentation and parsed
+    on its own."""
     ind = _indent(lines[line - 1])
     def_line = 0
     i = line - 1
@@ -82,15 +120,7 @@ def enclosing_scope(source: str, lines: Sequence[str], line: int) -> tuple[ast.A
     chunk = textwrap.dedent("\n".join(lines[def_line - 1:end]))
     tree = _parse_chunk(chunk)
     if tree is None or not tree.body or not isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
-        mod = parse_module(source)
-        if mod is None:
-            return None
-        best: ast.AST = mod
-        for node in ast.walk(mod):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= line <= (
-                    node.end_lineno or node.lineno) and node.lineno >= getattr(best, "lineno", 0):
-                best = node
-        return best, 0
+        return None
     return tree.body[0], def_line - 1
 
 
@@ -134,70 +164,242 @@ _STORE_CALLS = frozenset({"append", "extend", "insert", "add", "setdefault", "up
                           "put", "push", "appendleft"})
 
 
+class _NameFacts:
+    __slots__ = ("aliases", "bindings", "never")
+
+    def __init__(self) -> None:
+        self.never = False  # a binding that is not a new tensor, a loop/with target, global, import...
+        self.bindings = 0  # bindings to a new tensor
+        self.aliases: list[int] = []  # lines where it is aliased: y = x, [x], {k: x}, yield x, .append(x)
+
+
+class _ScopeFacts:
+    """What :func:`is_private_tensor` needs of one scope, for every name at once: one walk per scope, however
+    many findings it holds."""
+
+    def __init__(self, scope: ast.AST) -> None:
+        self.params: set[str] = set()
+        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            args = scope.args
+            self.params = {p.arg for p in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+            if args.vararg:
+                self.params.add(args.vararg.arg)
+            if args.kwarg:
+                self.params.add(args.kwarg.arg)
+        self.names: dict[str, _NameFacts] = {}
+        loops: list[tuple[int, int]] = []
+        for n in _scope_nodes(scope):
+            if isinstance(n, (ast.For, ast.AsyncFor, ast.While)):
+                loops.append((n.lineno, n.end_lineno or n.lineno))
+            self._visit(n)
+        for f in self.names.values():
+            f.aliases.sort()
+        # The outermost loops (disjoint, sorted): every loop holding a line lies inside the outermost one.
+        self.loops: list[tuple[int, int]] = []
+        for a, b in sorted(loops, key=lambda x: (x[0], -x[1])):
+            if self.loops and a <= self.loops[-1][1]:
+                continue
+            self.loops.append((a, b))
+        self._loop_starts = [a for a, _ in self.loops]
+
+    def _f(self, name: str) -> _NameFacts:
+        f = self.names.get(name)
+        if f is None:
+            f = self.names[name] = _NameFacts()
+        return f
+
+    def _visit(self, n: ast.AST) -> None:
+        line = getattr(n, "lineno", 0)
+        if isinstance(n, (ast.Global, ast.Nonlocal)):
+            for name in n.names:
+                self._f(name).never = True
+        elif isinstance(n, ast.Assign):
+            for t in n.targets:
+                for name in {x.id for x in _names_in(t) if isinstance(x.ctx, ast.Store)}:
+                    f = self._f(name)
+                    if len(n.targets) > 1 or not isinstance(t, ast.Name) or not makes_new_tensor(n.value):
+                        f.never = True
+                    else:
+                        f.bindings += 1
+            if isinstance(n.value, ast.Name):
+                self._f(n.value.id).aliases.append(line)
+        elif isinstance(n, ast.AnnAssign):
+            if isinstance(n.target, ast.Name):
+                f = self._f(n.target.id)
+                if not makes_new_tensor(n.value):
+                    f.never = True
+                else:
+                    f.bindings += 1
+        elif isinstance(n, (ast.For, ast.AsyncFor, ast.comprehension)):
+            for x in _names_in(n.target):
+                self._f(x.id).never = True
+        elif isinstance(n, ast.withitem):
+            if n.optional_vars is not None:
+                for x in _names_in(n.optional_vars):
+                    self._f(x.id).never = True
+        elif isinstance(n, ast.NamedExpr):
+            if not makes_new_tensor(n.value):
+                self._f(n.target.id).never = True
+        elif isinstance(n, (ast.List, ast.Tuple, ast.Set)) and isinstance(getattr(n, "ctx", ast.Load()), ast.Load):
+            for e in n.elts:
+                if isinstance(e, ast.Name):
+                    self._f(e.id).aliases.append(line)  # stored in a container
+        elif isinstance(n, ast.Dict):
+            for e in n.values:
+                if isinstance(e, ast.Name):
+                    self._f(e.id).aliases.append(line)
+        elif isinstance(n, (ast.Yield, ast.YieldFrom)):
+            if isinstance(n.value, ast.Name):
+                self._f(n.value.id).aliases.append(line)
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _STORE_CALLS:
+            for e in n.args:
+                if isinstance(e, ast.Name):
+                    self._f(e.id).aliases.append(line)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            for al in n.names:
+                self._f(al.asname or al.name).never = True
+
+    def private(self, name: str, rel: int) -> bool:
+        if name in self.params:
+            return False
+        f = self.names.get(name)
+        if f is None or f.never:
+            return False
+        # Aliases made after the mutation do not matter (they see the rebound name), unless a loop brings them
+        # back before it: the danger zone is everything before the mutation plus every loop that holds it.
+        if f.aliases and f.aliases[0] < rel:
+            return False
+        i = bisect.bisect_right(self._loop_starts, rel) - 1
+        if i >= 0 and self.loops[i][0] <= rel <= self.loops[i][1]:
+            a, b = self.loops[i]
+            j = bisect.bisect_left(f.aliases, a)
+            if j < len(f.aliases) and f.aliases[j] <= b:
+                return False
+        return f.bindings > 0
+
+
+@lru_cache(maxsize=64)
+def _scope_facts(scope: ast.AST) -> _ScopeFacts:
+    return _ScopeFacts(scope)
+
+
 def is_private_tensor(source: str, lines: Sequence[str], line: int, name: str) -> bool:
-    """True when rebinding ``name`` at ``line`` cannot change what any other name or caller sees."""
+    """True when rebinding ``name`` at ``line`` cannot change what any other name or caller sees.
+
+    ``name`` must be a local (not a parameter, not global), every binding of it must make a new tensor, and it
+    must not be aliased before ``line`` or inside a loop holding ``line``."""
     found = enclosing_scope(source, lines, line)
     if found is None:
         return False
     scope, offset = found
-    rel = line - offset  # the mutation's line in the scope's own numbering
-    # Aliases made after the mutation do not matter (they see the rebound name), unless a loop brings them back
-    # before it: the danger zone is everything before the mutation plus every loop that holds it.
-    loops = [(n.lineno, n.end_lineno or n.lineno) for n in _scope_nodes(scope)
-             if isinstance(n, (ast.For, ast.AsyncFor, ast.While)) and n.lineno <= rel <= (n.end_lineno or n.lineno)]
+    return _scope_facts(scope).private(name, line - offset)
 
-    def before(n: ast.AST) -> bool:
-        ln = getattr(n, "lineno", 0)
-        return ln < rel or any(a <= ln <= b for a, b in loops)
 
-    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        a = scope.args
-        params = [*a.posonlyargs, *a.args, *a.kwonlyargs]
-        if a.vararg:
-            params.append(a.vararg)
-        if a.kwarg:
-            params.append(a.kwarg)
-        if any(p.arg == name for p in params):
-            return False
-    bindings = 0
-    for n in _scope_nodes(scope):
-        if isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names:
-            return False
-        if isinstance(n, ast.Assign):
-            hit = [t for t in n.targets if any(x.id == name for x in _names_in(t) if isinstance(x.ctx, ast.Store))]
-            if hit:
-                if len(n.targets) > 1 or not isinstance(hit[0], ast.Name) or not makes_new_tensor(n.value):
-                    return False
-                bindings += 1
-            if isinstance(n.value, ast.Name) and n.value.id == name and before(n):
-                return False  # y = x: an alias
-        elif isinstance(n, (ast.AnnAssign,)):
-            if isinstance(n.target, ast.Name) and n.target.id == name:
-                if not makes_new_tensor(n.value):
-                    return False
-                bindings += 1
-        elif isinstance(n, (ast.For, ast.AsyncFor, ast.comprehension)):
-            if any(x.id == name for x in _names_in(n.target)):
-                return False
-        elif isinstance(n, ast.withitem):
-            if n.optional_vars is not None and any(x.id == name for x in _names_in(n.optional_vars)):
-                return False
-        elif isinstance(n, ast.NamedExpr):
-            if n.target.id == name and not makes_new_tensor(n.value):
-                return False
-        elif isinstance(n, (ast.List, ast.Tuple, ast.Set)) and isinstance(getattr(n, "ctx", ast.Load()), ast.Load):
-            if any(isinstance(e, ast.Name) and e.id == name for e in n.elts) and before(n):
-                return False  # stored in a container
-        elif isinstance(n, ast.Dict):
-            if any(isinstance(e, ast.Name) and e.id == name for e in n.values) and before(n):
-                return False
-        elif isinstance(n, (ast.Yield, ast.YieldFrom)):
-            if isinstance(n.value, ast.Name) and n.value.id == name and before(n):
-                return False
-        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _STORE_CALLS:
-            if any(isinstance(e, ast.Name) and e.id == name for e in n.args) and before(n):
-                return False
-        elif isinstance(n, (ast.Import, ast.ImportFrom)):
-            if any((al.asname or al.name) == name for al in n.names):
-                return False
-    return bindings > 0
+def _stmt_start(s: ast.stmt) -> int:
+    decos = getattr(s, "decorator_list", None) or []
+    return min([s.lineno, *(d.lineno for d in decos)])
+
+
+def _sub_blocks(s: ast.stmt) -> list[list[ast.stmt]]:
+    out = [b for b in (getattr(s, f, None) for f in ("body", "orelse", "finalbody")) if isinstance(b, list) and b]
+    for h in getattr(s, "handlers", None) or []:
+        if h.body:
+            out.append(h.body)
+    for c in getattr(s, "cases", None) or []:
+        if c.body:
+            out.append(c.body)
+    return out
+
+
+class _StmtIndex:
+    """Per source: for each block (a list of sibling statements), their first and last lines, for bisection."""
+
+    def __init__(self, mod: ast.Module) -> None:
+        self.mod = mod
+        self._spans: dict[int, tuple[list[int], list[int]]] = {}
+
+    def spans(self, block: list[ast.stmt]) -> tuple[list[int], list[int]]:
+        got = self._spans.get(id(block))
+        if got is None:
+            got = self._spans[id(block)] = ([_stmt_start(s) for s in block],
+                                            [s.end_lineno or s.lineno for s in block])
+        return got
+
+
+@lru_cache(maxsize=4)
+def _stmt_index(source: str) -> _StmtIndex | None:
+    mod = parse_module(source)
+    return _StmtIndex(mod) if mod is not None else None
+
+
+def statement_region(source: str, first: int, last: int) -> tuple[int, int, ast.stmt | None] | None:
+    """The smallest run of whole sibling statements (first line, last line, the statement when it is one) that
+    covers lines ``first..last``: replacing it with text that parses on its own (at the same indentation) keeps
+    the module parseable. None when the lines hold no statement (blank lines, comments) or the source does not
+    parse."""
+    idx = _stmt_index(source)
+    if idx is None:
+        return None
+    block: list[ast.stmt] = idx.mod.body
+    while block:
+        starts, ends = idx.spans(block)
+        i = bisect.bisect_left(ends, first)
+        j = bisect.bisect_right(starts, last)
+        if i >= j:
+            return None
+        if j - i > 1:
+            return starts[i], ends[j - 1], None
+        s = block[i]
+        for sub in _sub_blocks(s):
+            sub_starts, sub_ends = idx.spans(sub)
+            if sub_starts[0] <= first and last <= sub_ends[-1]:
+                block = sub
+                break
+        else:
+            return starts[i], ends[i], s
+    return None
+
+
+def _slots(node: ast.AST) -> list[ast.expr]:
+    """The children of ``node`` that sit in a comma-separated slot (a call argument or keyword value, an element
+    of a list/tuple/set, a dict value): any single expression may replace them."""
+    if isinstance(node, ast.Call):
+        return list(node.args)
+    if isinstance(node, ast.keyword):
+        return [node.value]
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return list(node.elts)
+    if isinstance(node, ast.Dict):
+        return list(node.values)
+    return []
+
+
+@lru_cache(maxsize=4096)
+def _children(node: ast.AST) -> tuple[list[tuple[int, int]], list[ast.expr | ast.keyword], frozenset[int]]:
+    """The expression children of ``node`` sorted by position (start positions, the nodes), and the ids of those
+    that sit in a slot: cached, so a call with thousands of arguments is scanned once, not once per fix."""
+    kids = sorted((c for c in ast.iter_child_nodes(node) if isinstance(c, (ast.expr, ast.keyword))),
+                  key=lambda c: (c.lineno, c.col_offset))
+    return [(c.lineno, c.col_offset) for c in kids], kids, frozenset(id(x) for x in _slots(node))
+
+
+def expression_slot(stmt: ast.stmt, start: tuple[int, int], end: tuple[int, int]) -> ast.expr | None:
+    """The smallest expression in a comma-separated slot (see :func:`_slots`) of ``stmt`` whose span holds
+    ``start..end`` (line, UTF-8 byte column), outside any f-string. None if there is none."""
+    best: ast.expr | None = None
+    node: ast.AST = stmt
+    while True:
+        if isinstance(node, ast.JoinedStr):
+            return None  # a replacement inside an f-string may clash with its quotes
+        starts, kids, slots = _children(node)
+        i = bisect.bisect_right(starts, start) - 1
+        nxt = None
+        if i >= 0:
+            child = kids[i]
+            if end <= (child.end_lineno, child.end_col_offset):  # type: ignore[attr-defined]
+                nxt = child
+        if nxt is None:
+            return best
+        if id(nxt) in slots and isinstance(nxt, ast.expr) and not isinstance(nxt, ast.Starred):
+            best = nxt
+        node = nxt

@@ -45,7 +45,10 @@ FIX_ALL_KIND = "source.fixAll.gradguard"
 COMMANDS = ("gradguard.fixAll", "gradguard.runFile", "gradguard.showKnowledge", "gradguard.checkWorkspace",
             "gradguard.clearRunDiagnostics")
 REQUEST_FAILED = -32803
+INVALID_REQUEST = -32600
+PARSE_ERROR = -32700
 MAX_CHARS = 20_000_000
+LARGE_CHARS = 1_000_000  # documents over this are checked in a child process (gradguard.lsp.isolated), one at a time
 PYTHON_LANGUAGES = ("python", "py", "python3")
 
 
@@ -59,6 +62,10 @@ class Result:
     entries: list[Entry]
     parse_ok: bool
     error: bool = False
+    text: str = ""  # what was checked, and how: for verifying the fix-all edit on demand
+    path: str = ""
+    config: Any = None
+    verified: set[int] | None = None  # ids of the findings whose preferred safe fix holds (None: not yet known)
 
 
 @dataclass
@@ -70,6 +77,7 @@ class Unit:
     result: Result | None = None
     last_good: Result | None = None
     published: set[str] = field(default_factory=set)
+    running: concurrent.futures.Future[Any] | None = None  # the analysis of this unit in a worker thread now
 
 
 @dataclass
@@ -99,6 +107,15 @@ class GradguardProtocol(LanguageServerProtocol):
             raise
 
     def handle_message(self, message: Any) -> Any:
+        method = getattr(message, "method", None)
+        if self._shutdown and method != T.EXIT:
+            # LSP: after `shutdown`, every request but `exit` is answered with InvalidRequest (pygls drops them,
+            # leaving the client waiting); notifications are dropped.
+            if method is not None and getattr(message, "id", None) is not None:
+                self._send_response(message.id, None, JsonRpcException(
+                    "the server is shutting down: no request but exit is served after shutdown",
+                    code=INVALID_REQUEST).to_response_error())
+            return None
         if isinstance(message, _InvalidRequest):
             log.warning("invalid params for %s (request %r)", message.method, message.id)
             self._send_response(message.id, None,
@@ -109,6 +126,65 @@ class GradguardProtocol(LanguageServerProtocol):
 
 class GradguardLanguageServer(LanguageServer):
     controller: Controller
+
+    # pygls' reader goes deaf after one malformed frame (see gradguard.lsp.framing): both transports read
+    # through a FrameReader that resynchronises instead.
+    def start_io(self, stdin: Any = None, stdout: Any = None) -> None:
+        from pygls.io_ import StdoutWriter
+
+        from gradguard.lsp.framing import FrameReader, run_async
+
+        self._stop_event = stop = threading.Event()
+        source = stdin or sys.stdin.buffer
+        read_chunk = getattr(source, "read1", None) or source.read
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+
+        async def main() -> None:
+            loop = asyncio.get_running_loop()
+            reader = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="gradguard-stdin")
+
+            async def read() -> bytes:
+                return await loop.run_in_executor(reader, read_chunk, 65536)
+
+            frames = FrameReader(read, self.controller.bad_input)
+            try:
+                await run_async(stop, frames, self.protocol, self.report_server_error)
+            finally:
+                reader.shutdown(wait=False)
+
+        try:
+            asyncio.run(main())
+        except BrokenPipeError:
+            log.error("the connection to the client is lost: exiting")
+        except (KeyboardInterrupt, SystemExit):
+            pass
+        finally:
+            self.shutdown()
+
+    def start_tcp(self, host: str, port: int) -> None:
+        from gradguard.lsp.framing import FrameReader, run_async
+
+        self._stop_event = stop = threading.Event()
+
+        async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            self.protocol.set_writer(writer)  # type: ignore[arg-type]
+
+            async def read() -> bytes:
+                return await reader.read(65536)
+
+            await run_async(stop, FrameReader(read, self.controller.bad_input), self.protocol,
+                            self.report_server_error)
+            self.shutdown()
+
+        async def serve() -> None:
+            self._server = await asyncio.start_server(connection, host, port)
+            async with self._server:
+                await self._server.serve_forever()
+
+        try:
+            asyncio.run(serve())
+        except asyncio.CancelledError:
+            pass
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         # Never pop up dialogs for internal errors: log them (window/logMessage + log file).
@@ -151,6 +227,9 @@ class Controller:
         self.run_entries: dict[str, dict[str, list[Entry]]] = {}  # script uri -> target uri -> entries
         self.run_generation = 0
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="gradguard-check")
+        # Documents over LARGE_CHARS are checked in a lane of their own, so that a huge file (a 10 MB one takes
+        # a minute) never holds the workers every other document needs.
+        self.large_pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="gradguard-large")
         self.loop: asyncio.AbstractEventLoop | None = None
         self.pull = False
         self.refresh_support = False
@@ -158,15 +237,22 @@ class Controller:
         self.apply_edit_support = True
         self.log_handler: logging.Handler | None = None
         self._logged: set[str] = set()
+        self._shown: set[str] = set()  # configuration problems already notified
+        self._bad_inputs = 0
+        self.children: set[Any] = set()  # child processes checking huge documents (gradguard.lsp.isolated)
+        self.exiting = False
+        self.runs_active = 0  # gradguard.runFile scripts running now
         self._tokens = itertools.count(1)
         self._lock = threading.Lock()
         self.cancel_runs = threading.Event()  # set at shutdown: stops scripts started by gradguard.runFile
 
     # ----------------------------------------------------------------------------------------------- logging
-    def _send_log(self, level: T.MessageType, message: str) -> None:
+    def _send_log(self, level: T.MessageType, message: str, show: bool = False) -> None:
         def send() -> None:
             try:
                 self.ls.window_log_message(T.LogMessageParams(type=level, message=message))
+                if show:
+                    self.ls.window_show_message(T.ShowMessageParams(type=level, message=message))
             except Exception:  # pragma: no cover - the transport may be gone
                 pass
 
@@ -197,6 +283,40 @@ class Controller:
                 self._logged.add(message)
         log.error(message)
         self._send_log(T.MessageType.Error, message)
+
+    def settings_problems(self, warnings: list[str]) -> None:
+        """Bad editor settings: a log line each, and one notification for all (those values keep their default)."""
+        for w in warnings:
+            self.log_warning(w)
+        if warnings:
+            head = warnings[0] if len(warnings) == 1 else f"{len(warnings)} settings ignored: " + "; ".join(warnings)
+            self._send_show(T.MessageType.Warning, f"gradguard: {head} (the default is used)")
+
+    def config_problems(self) -> None:
+        """A pyproject.toml that does not load: one notification and one log line per distinct problem; that
+        file's directory is linted with the default configuration meanwhile."""
+        for msg in list(self.configs.errors.values()):
+            with self._lock:
+                if msg in self._shown:
+                    continue
+                self._shown.add(msg)
+            text = f"gradguard: {msg} (linting with the default configuration until it is fixed)"
+            log.error(text)
+            self._send_log(T.MessageType.Error, text, show=True)
+
+    def _send_show(self, level: T.MessageType, message: str) -> None:
+        def send() -> None:
+            try:
+                self.ls.window_show_message(T.ShowMessageParams(type=level, message=message))
+            except Exception:  # pragma: no cover - the transport may be gone
+                pass
+
+        if self.loop is None:
+            return
+        if threading.current_thread() is threading.main_thread() and _running_loop() is self.loop:
+            send()
+        else:
+            self.loop.call_soon_threadsafe(send)
 
     def configure_logging(self) -> None:
         level = {"error": logging.ERROR, "warning": logging.WARNING, "info": logging.INFO,
@@ -235,8 +355,7 @@ class Controller:
         self.progress_support = bool(caps.window and caps.window.work_done_progress)
         self.settings, warnings = parse_settings(params.initialization_options, self.settings)
         self.configure_logging()
-        for w in warnings:
-            self.log_warning(w)
+        self.settings_problems(warnings)
 
     async def on_initialized(self, params: T.InitializedParams) -> None:
         self.loop = _running_loop()
@@ -258,12 +377,37 @@ class Controller:
                       f"(position encoding {self.encoding}, {'pull' if self.pull else 'push'} diagnostics; "
                       f"workspace {trust[self.settings.workspace_trusted]})")
 
+    def bad_input(self, data: bytes, why: str) -> None:
+        """Malformed input the reader skipped to resynchronise: logged (the first 20 times), and a request it
+        still names by id is answered with ParseError so that the client does not wait for it forever."""
+        from gradguard.lsp.framing import request_id
+
+        self._bad_inputs += 1
+        if self._bad_inputs <= 20:
+            more = " (further malformed input is not reported)" if self._bad_inputs == 20 else ""
+            self.log_error(f"gradguard: skipped {len(data)} bytes of malformed input ({why}): {data[:80]!r}; "
+                           f"reading on from the next message{more}")
+        msg_id = request_id(data)
+        if msg_id is not None:
+            try:
+                self.ls.protocol._send_response(msg_id, None, JsonRpcException(
+                    f"could not read this request: {why}", code=PARSE_ERROR).to_response_error())
+            except Exception:  # pragma: no cover - the transport may be gone
+                pass
+
+    def on_exit(self, *args: Any) -> None:
+        """``exit``: 0 after ``shutdown``, else 1 (LSP), at once: no waiting for a check still running in a worker
+        thread (Python cannot interrupt it, and a normal interpreter exit would join it)."""
+        exit_now(0 if getattr(self.ls.protocol, "_shutdown", False) else 1, self)
+
     def on_shutdown(self, params: Any) -> None:
+        self.exiting = True  # checks of huge documents in child processes stop (their children are killed)
         self.cancel_runs.set()
         for u in self.units.values():
             if u.task is not None:
                 u.task.cancel()
         self.pool.shutdown(wait=False, cancel_futures=True)
+        self.large_pool.shutdown(wait=False, cancel_futures=True)
 
     @property
     def encoding(self) -> str:
@@ -410,16 +554,25 @@ class Controller:
     async def _run(self, u: Unit, gen: int, delay: float, publish: bool) -> Result | None:
         if delay > 0:
             await asyncio.sleep(delay)
+        # One analysis per unit at a time: a run already inside the analyzer cannot be interrupted, so a newer
+        # one waits for it rather than taking a second worker for the same document.
+        while u.running is not None and not u.running.done():
+            await asyncio.wait({asyncio.wrap_future(u.running)})
         if u.generation != gen or self.units.get(u.key) is not u:
             return None
         snap = self.snapshot(u)
         if snap is None:
             return None
-        loop = asyncio.get_running_loop()
+        pool = self.large_pool if len(snap.text) > LARGE_CHARS else self.pool
         try:
-            res = await loop.run_in_executor(self.pool, self._work, u, snap, gen)
+            cf = pool.submit(self._work, u, snap, gen)
         except RuntimeError:  # the pool is shut down: the server is exiting
             return None
+        u.running = cf
+        await asyncio.wait({asyncio.wrap_future(cf)})
+        if cf.cancelled() or cf.exception() is not None:
+            return None
+        res = cf.result()
         if res is None or u.generation != gen or self.units.get(u.key) is not u:
             return None  # superseded while running: stale, never published
         if res.version != self.current_version(u):
@@ -438,6 +591,8 @@ class Controller:
         except RuntimeError:
             pass
         table, table_root = self.configs.table_for(path, root)
+        if self.configs.errors:
+            self.config_problems()
         return effective_config(self.settings, table, table_root or (root or "")), root
 
     def _work(self, u: Unit, snap: Snapshot, gen: int) -> Result | None:
@@ -460,6 +615,17 @@ class Controller:
 
                 findings = [F(path, 1, 1, 1, 2, "GG000", f"skipped: file is larger than {MAX_CHARS // 1_000_000} "
                               "million characters", severity="info")]
+            elif len(snap.text) > LARGE_CHARS:
+                from gradguard.lsp.isolated import Cancelled, check_in_child
+
+                t0 = time.perf_counter()
+                try:
+                    findings = check_in_child(snap.text, path, config, lambda: u.generation != gen or self.exiting,
+                                              self.children, self._lock)
+                except Cancelled:
+                    return None
+                log.debug("checked %s v%s (%d lines) in a child process: %d findings in %.1f ms", u.key,
+                          snap.version, len(lines), len(findings), (time.perf_counter() - t0) * 1000)
             else:
                 from gradguard.api import check_source
 
@@ -480,7 +646,8 @@ class Controller:
                            for ln in touched):
                         shown.append(f)
             entries = [e for e in (to_entry(f, mapper, snap.version) for f in shown) if e is not None]
-            return Result(snap.version, gen, lines, mapper, shown, entries, parse_ok)
+            return Result(snap.version, gen, lines, mapper, shown, entries, parse_ok, text=snap.text, path=path,
+                          config=config)
         except Exception as e:  # an analyzer bug: log it, this document gets no diagnostics
             import traceback
 
@@ -576,8 +743,7 @@ class Controller:
                     raw = None
         self.settings, warnings = parse_settings(raw, self.settings)
         self.configure_logging()
-        for w in warnings:
-            self.log_warning(w)
+        self.settings_problems(warnings)
         self.configs.clear()
         self.refresh_all()
 
@@ -590,6 +756,8 @@ class Controller:
                 self._clear_run_for(ch.uri)
         if config_changed:
             self.configs.clear()
+            with self._lock:
+                self._shown.clear()  # a pyproject.toml that is still wrong after an edit says so again
             self.refresh_all()
 
     # ------------------------------------------------------------------------------------- code actions
@@ -608,16 +776,38 @@ class Controller:
             out.append(e)
         return u, out
 
-    def fix_all_edit(self, u: Unit) -> tuple[T.WorkspaceEdit | None, int]:
-        """One edit applying every finding's preferred safe fix (non-overlapping; never noqa)."""
-        if u.result is None:
+    def _verify_fixes(self, r: Result) -> set[int]:
+        """Runs in a worker thread: which findings' preferred safe fixes really remove them, applied together (the
+        same check as ``gradguard check --fix``: a fix that leaves its finding is never applied on save)."""
+        from gradguard.api import check_source
+        from gradguard.fixes import verify_round
+
+        def recheck(text: str) -> list[Finding]:
+            return check_source(text, r.path, r.config, fixes=True)
+
+        try:
+            chosen, _, _, _ = verify_round(r.text, [f for f in r.findings if f.code != "GG000"], recheck)
+        except Exception as e:  # an analyzer bug: no fix-all rather than a broken server
+            self.log_error(f"gradguard: internal error while verifying fixes: {e}", once=True)
+            return set()
+        return {id(f) for f, _ in chosen}
+
+    async def fix_all_edit(self, u: Unit) -> tuple[T.WorkspaceEdit | None, int]:
+        """One edit applying every finding's preferred safe fix that holds (non-overlapping; never noqa)."""
+        r = u.result
+        if r is None or not r.parse_ok or r.error:
             return None, 0
+        if r.verified is None:
+            try:
+                r.verified = await asyncio.get_running_loop().run_in_executor(self.pool, self._verify_fixes, r)
+            except RuntimeError:  # the pool is shut down: the server is exiting
+                return None, 0
         chosen: list[tuple[str, T.TextEdit]] = []
         spans: list[tuple[tuple[int, int], tuple[int, int]]] = []
         applied = 0
-        for e in u.result.entries:
+        for e in r.entries:
             fx = next((x for x in e.fixes if x.fix.preferred), None)
-            if fx is None or not fx.fix.safe or fx.fix.kind == "noqa":
+            if fx is None or not fx.fix.safe or fx.fix.kind == "noqa" or id(e.finding) not in r.verified:
                 continue
             mine = [((m.line, m.column), (m.end_line, m.end_column)) for m in fx.fix.edits]
             if any(not (b1 <= a2 or b2 <= a1) for a1, b1 in mine for a2, b2 in spans):
@@ -659,7 +849,7 @@ class Controller:
                         title=fx.fix.title, kind=T.CodeActionKind.QuickFix, diagnostics=[d],
                         is_preferred=True if fx.fix.preferred else None, edit=fx.workspace_edit()))
         if u is not None and wanted(FIX_ALL_KIND):
-            edit, n = self.fix_all_edit(u)
+            edit, n = await self.fix_all_edit(u)
             if edit is not None:
                 actions.append(T.CodeAction(title=f"gradguard: fix all ({n} safe fix{'es' if n != 1 else ''})",
                                             kind=FIX_ALL_KIND, edit=edit))
@@ -704,7 +894,7 @@ class Controller:
         if u is None:
             raise JsonRpcException(f"gradguard.fixAll: {uri} is not open", code=REQUEST_FAILED)
         await self.ensure_result(u)
-        edit, n = self.fix_all_edit(u)
+        edit, n = await self.fix_all_edit(u)
         if edit is None:
             return {"applied": 0}
         res = await self.ls.workspace_apply_edit_async(
@@ -835,8 +1025,18 @@ class Controller:
             if key in params:
                 kwargs[key] = value
         started = time.monotonic()
+
+        def run() -> Any:
+            with self._lock:
+                self.runs_active += 1
+            try:
+                return run_script(path, **kwargs)
+            finally:
+                with self._lock:
+                    self.runs_active -= 1
+
         try:
-            result = await asyncio.get_running_loop().run_in_executor(None, lambda: run_script(path, **kwargs))
+            result = await asyncio.get_running_loop().run_in_executor(None, run)
         except Exception as e:
             self._progress_end(token, "failed")
             raise JsonRpcException(f"gradguard.runFile failed: {type(e).__name__}: {e}", code=REQUEST_FAILED) from e
@@ -928,7 +1128,20 @@ class Controller:
                     config, root = self._config_for(p)
                     if excluded(p, config, root):
                         continue
-                    findings = check_source(data, p, config, fixes=True)
+                    findings = None
+                    if LARGE_CHARS < len(data) <= MAX_CHARS:  # a huge file: in a child process, as open ones
+                        from gradguard.api import decode_source
+                        from gradguard.lsp.isolated import check_in_child
+
+                        try:
+                            decoded = decode_source(data)
+                        except (UnicodeDecodeError, LookupError):
+                            pass  # check_source says so (GG000)
+                        else:
+                            findings = check_in_child(decoded, p, config, lambda: self.exiting, self.children,
+                                                      self._lock)
+                    if findings is None:
+                        findings = check_source(data, p, config, fixes=True)
                     text = data.decode("utf-8", "replace")
                     mapper = Mapper.single(uri, split_lines(text), self.encoding)
                     out.append((uri, [e for e in (to_entry(f, mapper, None) for f in findings) if e]))
@@ -943,6 +1156,30 @@ class Controller:
             self._publish_uri(uri, [e.diagnostic for e in entries], None)
         self._progress_end(token, f"{n} problems in {len(results)} files")
         return {"files": len(results), "findings": n}
+
+
+def exit_now(code: int, controller: Controller | None = None) -> None:
+    """Leave the process now: stop scripts started by gradguard.runFile (they get up to a second), flush the
+    log, and ``os._exit`` (a normal exit would wait for analyses still running in worker threads)."""
+    if controller is not None:
+        controller.exiting = True
+        controller.cancel_runs.set()
+        with controller._lock:
+            children = list(controller.children)
+        for p in children:
+            try:
+                p.kill()
+            except OSError:  # pragma: no cover - already gone
+                pass
+        end = time.monotonic() + 1.0
+        while controller.runs_active and time.monotonic() < end:
+            time.sleep(0.02)
+    log.info("exiting with code %d", code)
+    try:
+        sys.stderr.flush()
+        logging.shutdown()
+    finally:
+        os._exit(code)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
@@ -983,6 +1220,7 @@ def build_server() -> GradguardLanguageServer:
     reg(T.INITIALIZE, c.on_initialize)
     reg(T.INITIALIZED, c.on_initialized)
     reg(T.SHUTDOWN, c.on_shutdown)
+    reg(T.EXIT, c.on_exit)
     reg(T.TEXT_DOCUMENT_DID_OPEN, c.on_did_open)
     reg(T.TEXT_DOCUMENT_DID_CHANGE, c.on_did_change)
     reg(T.TEXT_DOCUMENT_DID_SAVE, c.on_did_save, T.SaveOptions(include_text=False))
@@ -1054,9 +1292,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"gradguard lsp: --tcp expects HOST:PORT, got {args.tcp!r}", file=sys.stderr)
             return 2
         ls.start_tcp(host or "127.0.0.1", port_n)
-        return 0
+        exit_now(0 if ls.protocol._shutdown else 1, c)
     # Anything the analyzer (or a library) prints must not corrupt the protocol stream.
     stdout = sys.stdout.buffer
     sys.stdout = sys.stderr
     ls.start_io(sys.stdin.buffer, stdout)
+    # End of input (the client went away): exit now, without waiting for a check still running.
+    exit_now(0 if ls.protocol._shutdown else 1, c)
     return 0

@@ -8,18 +8,20 @@ editor's ``select``/``ignore``/``severity`` only fill in what the table leaves u
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from gradguard.config import Config, find_pyproject, parse_table
+from gradguard.config import (
+    SEVERITIES,
+    Config,
+    ConfigError,
+    bad_pattern,
+    check_codes,
+    find_pyproject,
+    parse_table,
+    read_table,
+)
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
-SEVERITIES = ("error", "warning", "info", "hint")
 PREFERENCES = ("filesystemFirst", "editorFirst", "editorOnly")
 
 
@@ -43,10 +45,8 @@ class Settings:
 
 def _codes(v: Any) -> tuple[str, ...]:
     if isinstance(v, str):
-        v = v.replace(" ", ",").split(",")
-    if not isinstance(v, (list, tuple)):
-        raise TypeError("expected a list of codes")
-    return tuple(str(x).strip().upper() for x in v if str(x).strip())
+        v = [c for c in v.replace(" ", ",").split(",") if c]
+    return check_codes(v)  # the same check as [tool.gradguard] select/ignore (known codes only): ValueError
 
 
 def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, list[str]]:
@@ -81,7 +81,7 @@ def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, li
                     lv = "info" if lv == "information" else lv
                     if lv not in SEVERITIES:
                         raise ValueError(f"unknown severity {level!r} for {code}")
-                    sev.append((str(code).upper(), lv))
+                    sev.append((_codes([code])[0], lv))
                 kw["severity"] = tuple(sev)
             elif key in ("run", "lintOnChange"):
                 if key == "lintOnChange":
@@ -98,9 +98,12 @@ def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, li
             elif key == "exclude":
                 if isinstance(value, str):
                     value = [value]
-                if not isinstance(value, (list, tuple)):
+                if not isinstance(value, (list, tuple)) or not all(isinstance(x, str) for x in value):
                     raise TypeError("expected a list of patterns")
-                kw["exclude"] = tuple(str(x) for x in value)
+                bad_ones = [x for x in value if bad_pattern(x)]
+                if bad_ones:
+                    raise ValueError(f"{bad_ones[0]!r} is not a valid gitignore-style pattern")
+                kw["exclude"] = tuple(value)
             elif key == "configurationPreference":
                 if value not in PREFERENCES:
                     raise ValueError(f"expected one of {', '.join(PREFERENCES)}")
@@ -134,12 +137,19 @@ def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, li
 
 @dataclass
 class ConfigCache:
-    """Reads ``[tool.gradguard]`` tables, cached per directory until a pyproject.toml changes."""
+    """Reads ``[tool.gradguard]`` tables, cached per directory until a pyproject.toml changes.
+
+    A pyproject.toml that cannot be read or parsed, or whose table does not fit the schema, counts as having no
+    table (linting goes on with the defaults); its problem is kept in ``errors`` (pyproject path -> message, the
+    same one line the CLI prints) for the server to show once.
+    """
 
     _by_dir: dict[str, tuple[dict[str, Any] | None, str]] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
 
     def clear(self) -> None:
         self._by_dir.clear()
+        self.errors.clear()
 
     def table_for(self, path: str | None, fallback_dir: str | None) -> tuple[dict[str, Any] | None, str]:
         """(the [tool.gradguard] table or None, the directory it applies from ("" if none))."""
@@ -156,11 +166,12 @@ class ConfigCache:
             pp = None
         if pp is not None:
             try:
-                with open(pp, "rb") as f:
-                    data = tomllib.load(f)
-                table = data.get("tool", {}).get("gradguard")
-                result = (table if isinstance(table, dict) else None, str(pp.parent))
-            except (OSError, tomllib.TOMLDecodeError, AttributeError):
+                table = read_table(pp)
+                if table is not None:
+                    parse_table(table, root=str(pp.parent), source=str(pp))  # validate once, here
+                result = (table, str(pp.parent))
+            except ConfigError as e:
+                self.errors[str(pp)] = str(e)
                 result = (None, str(pp.parent))
         self._by_dir[d] = result
         return result
@@ -191,9 +202,9 @@ def excluded(path: str | None, config: Config, workspace_root: str | None) -> bo
     """True when ``path`` matches the user's exclude patterns (table + editor; not the CLI defaults)."""
     if not path or not config.exclude:
         return False
-    import pathspec
+    from gradguard.files import gitignore_spec
 
-    spec = pathspec.PathSpec.from_lines("gitwildmatch", list(config.exclude))
+    spec = gitignore_spec(config.exclude)
     bases = [b for b in (config.root, workspace_root) if b]
     for base in bases:
         try:
