@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from gradguard.config import Config, load_config
 from gradguard.files import iter_python_files
-from gradguard.model import Finding, source_lines
+from gradguard.model import Finding, finding_from_dict, finding_to_dict, source_lines
+from gradguard.project.cache import ResultCache
 
 if TYPE_CHECKING:
     from gradguard.project import Project
@@ -203,17 +204,55 @@ def _check_file(path: str, config: Config | None, fixes: bool, project: Project 
     return check_text(data, path, config, fixes=fixes, project=project)
 
 
-def _check_many(args: tuple[list[str], Config, bool, Project | None]) -> list[FileResult]:
-    paths, config, fixes, project = args
-    return [_check_file(p, config, fixes, project) for p in paths]
+def _check_many(args: tuple[list[str], Config, bool, Project | None, ResultCache | None]) -> list[FileResult]:
+    paths, config, fixes, project, cache = args
+    out = []
+    for p in paths:
+        r = _cached_check(p, config, fixes, project, cache) if cache is not None and project is not None else None
+        out.append(r if r is not None else _check_file(p, config, fixes, project))
+    return out
+
+
+def _cached_check(path: str, config: Config, fixes: bool, project: Project, cache: ResultCache) -> FileResult | None:
+    """The file's result from the cache when its text and its dependencies' are unchanged; else check it and store
+    the result (None when the file cannot be read as a source: the plain path reports why)."""
+    sf = project.source(path)
+    if sf is None:
+        return None
+
+    def dep_digest(p: str) -> str | None:
+        d = project.source(p)
+        return d.digest if d is not None else None
+
+    stored = cache.get(path, sf.digest, dep_digest)
+    if stored is not None:
+        try:
+            return FileResult(path, [finding_from_dict(f) for f in stored["findings"]],
+                              {str(k): [finding_from_dict(f) for f in v] for k, v in stored["elsewhere"].items()},
+                              [str(d) for d in stored["deps"]])
+        except (KeyError, TypeError, ValueError, AttributeError):
+            pass  # an entry from elsewhere or damaged: check again
+    r = _check_file(path, config, fixes, project)
+    deps = {}
+    for d in r.deps:
+        dd = dep_digest(d)
+        if dd is None:
+            return r
+        deps[d] = dd
+    cache.put(path, sf.digest, deps, {"findings": [finding_to_dict(f) for f in r.findings],
+                                      "elsewhere": {k: [finding_to_dict(f) for f in v] for k, v in r.elsewhere.items()},
+                                      "deps": r.deps})
+    return r
 
 
 def check_paths(paths: Iterable[str], config: Config | None = None, jobs: int | None = None,
-                fixes: bool = True, project: Project | bool | None = True, python: str | None = None) -> list[Finding]:
+                fixes: bool = True, project: Project | bool | None = True, python: str | None = None,
+                cache: bool | ResultCache = False) -> list[Finding]:
     """Check files and directories; files are spread over ``jobs`` processes (default: all cores).
 
     ``project=True`` (the default) follows imports through a project built around ``paths`` (workspace roots,
-    ``src``, the site-packages of ``python``); ``project=False`` checks each file on its own.
+    ``src``, the site-packages of ``python``); ``project=False`` checks each file on its own. ``cache=True`` keeps
+    results in ``.gradguard_cache/`` at the workspace root (:mod:`gradguard.project.cache`).
     """
     paths = list(paths)
     config = config or load_config(paths[0] if paths else ".")
@@ -222,10 +261,15 @@ def check_paths(paths: Iterable[str], config: Config | None = None, jobs: int | 
         project = project_for(paths, config, python)
     elif project is False:
         project = None
+    store: ResultCache | None = None
+    if isinstance(cache, ResultCache):
+        store = cache
+    elif cache and project is not None:
+        store = result_cache(project, config, fixes)
     jobs = jobs or os.cpu_count() or 1
     results: list[FileResult] = []
     if jobs <= 1 or len(files) < 8:
-        results = _check_many((files, config, fixes, project))
+        results = _check_many((files, config, fixes, project, store))
     else:
         # Balance by size: big files first, dealt round-robin into ``jobs * 4`` chunks.
         sized = sorted(files, key=lambda p: -_size(p))
@@ -238,9 +282,18 @@ def check_paths(paths: Iterable[str], config: Config | None = None, jobs: int | 
             import multiprocessing
             ctx = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as ex:
-            for part in ex.map(_check_many, [(c, config, fixes, project) for c in chunks]):
+            for part in ex.map(_check_many, [(c, config, fixes, project, store) for c in chunks]):
                 results.extend(part)
+    if store is not None:
+        store.prune()
     return merge_results(results, fixes)
+
+
+def result_cache(project: Project, config: Config, fixes: bool) -> ResultCache:
+    """The result cache of a run: at the configuration's directory, else the first workspace root."""
+    root = config.root or (project.search.roots[0] if project.search.roots else os.getcwd())
+    context = {"config": repr(config), "search": project.search.key(), "fixes": fixes}
+    return ResultCache(root, context)
 
 
 def project_for(paths: Sequence[str], config: Config, python: str | None = None) -> Project:

@@ -26,6 +26,13 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--diff", action="store_true", help="print the fixes as a unified diff, write nothing")
     c.add_argument("--jobs", "-j", type=int, default=0, help="worker processes (default: all cores)")
     c.add_argument("--no-fixes", action="store_true", help="do not compute fixes (faster; JSON has no fixes)")
+    c.add_argument("--python", metavar="PATH",
+                   help="the interpreter whose site-packages imports are followed into (default: [tool.gradguard] "
+                        "python, else the one running gradguard); asked for its paths with -I -S, nothing runs")
+    c.add_argument("--no-cache", action="store_true",
+                   help="do not read or write results in .gradguard_cache/ at the workspace root")
+    c.add_argument("--no-project", action="store_true",
+                   help="check each file on its own, without following imports into other files")
 
     r = sub.add_parser("run", help="run a script under the runtime doctor", add_help=False)
     r.add_argument("rest", nargs=argparse.REMAINDER)
@@ -93,8 +100,17 @@ def cmd_check(args: argparse.Namespace) -> int:
         return 2
     want_fixes = not args.no_fixes or args.fix or args.diff
     jobs = args.jobs or None
-    project = project_for(args.paths, config)
-    findings = check_paths(args.paths, config, jobs=jobs, fixes=want_fixes, project=project)
+    if args.python:
+        from gradguard.project.search_path import interpreter_paths
+
+        probe = interpreter_paths(args.python)
+        if probe.error:
+            print(f"gradguard: error: --python: {probe.error}", file=sys.stderr)
+            return 2
+    project = None if args.no_project else project_for(args.paths, config, args.python)
+    use_cache = project is not None and not args.no_cache
+    findings = check_paths(args.paths, config, jobs=jobs, fixes=want_fixes, project=project or False,
+                           cache=use_cache)
     if args.fix or args.diff:
         changed = 0
         for path, fs in _by_path(findings).items():
@@ -117,10 +133,13 @@ def cmd_check(args: argparse.Namespace) -> int:
             else:
                 with open(path, "wb") as fh:
                     fh.write(new.encode(encoding))
+                if project is not None:
+                    project.invalidate([path])
         if args.diff:
             return 1 if changed and not args.exit_zero else 0
         # Re-check what was written: report what is left.
-        findings = check_paths(args.paths, config, jobs=jobs, fixes=not args.no_fixes, project=project)
+        findings = check_paths(args.paths, config, jobs=jobs, fixes=not args.no_fixes, project=project or False,
+                               cache=use_cache)
         if changed:
             print(f"gradguard: fixed {changed} file{'s' if changed != 1 else ''}", file=sys.stderr)
     if args.format == "text":

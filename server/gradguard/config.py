@@ -28,7 +28,7 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 DEFAULT_EXCLUDE = (
     ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache__", "node_modules", "build", "dist",
-    ".mypy_cache", ".ruff_cache", ".pytest_cache", "*.egg-info", "site-packages",
+    ".mypy_cache", ".ruff_cache", ".pytest_cache", "*.egg-info", "site-packages", ".gradguard_cache",
 )
 SEVERITIES = ("error", "warning", "info", "hint")
 

@@ -147,3 +147,32 @@ class Finding:
             "related": [r.to_json() for r in self.related],
             "fixes": [f.to_json() for f in self.fixes],
         }
+
+
+def finding_to_dict(f: Finding) -> dict[str, Any]:
+    """Everything a finding holds (the JSON output plus the facts fixes and hovers use), for the result cache."""
+    d = f.to_json()
+    d["related"] = [asdict(r) for r in f.related]
+    d["fixes"] = [asdict(x) for x in f.fixes]
+    d["facts"] = f.facts
+    d["mutation"] = asdict(f.mutation) if f.mutation is not None else None
+    return d
+
+
+def finding_from_dict(d: dict[str, Any]) -> Finding:
+    """The inverse of :func:`finding_to_dict` (raises KeyError/TypeError/ValueError on a malformed entry)."""
+    m = d.get("mutation")
+    mutation = None
+    if m is not None:
+        mutation = Mutation(kind=str(m["kind"]), node=Span(**m["node"]), stmt=Span(**m["stmt"]),
+                            name=str(m.get("name", "")), receiver=str(m.get("receiver", "")),
+                            extra=dict(m.get("extra") or {}))
+    return Finding(
+        path=str(d["path"]), line=int(d["line"]), column=int(d["column"]), end_line=int(d["end_line"]),
+        end_column=int(d["end_column"]), code=str(d["code"]), message=str(d["message"]),
+        severity=str(d.get("severity", "warning")),
+        related=[Related(**r) for r in d.get("related") or []],
+        fixes=[Fix(str(x["title"]), bool(x["safe"]), tuple(Edit(**e) for e in x["edits"]), bool(x.get("preferred")),
+                   str(x.get("kind", ""))) for x in d.get("fixes") or []],
+        mutation=mutation, facts=dict(d.get("facts") or {}),
+    )

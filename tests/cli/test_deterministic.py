@@ -35,7 +35,7 @@ def files() -> list[str]:
 
 
 def single_file_fixtures() -> list[Path]:
-    """The fixtures but the multi-file projects (tests/fixtures/projects: see the xfail test below)."""
+    """The fixtures but the multi-file projects (tests/fixtures/projects: see the sibling-projects test below)."""
     fixtures = ROOT / "tests" / "fixtures"
     return [p for p in sorted(fixtures.rglob("*.py")) if "projects" not in p.relative_to(fixtures).parts]
 
@@ -71,10 +71,8 @@ def test_other_formats_are_deterministic_too(fmt: str) -> None:
     assert check(paths, "5", 1, fmt) == check(list(reversed(paths)), "6", 2, fmt)
 
 
-@pytest.mark.xfail(strict=True, reason="project layer (not fixed here): `import ops` in two sibling projects that "
-                   "each have an ops.py resolves to the first one given, so the order of the paths decides which "
-                   "ops.py gets the finding (and the clean twin's is flagged); remove this marker once it passes")
 def test_path_order_with_sibling_projects() -> None:
+    """`import ops` in two sibling projects that each have an ops.py resolves to each script's own."""
     projects = ROOT / "tests" / "fixtures" / "projects"
     a, b = str(projects / "mutating_helper"), str(projects / "mutating_helper_clean")
     assert check([a, b], "0", 1, "text") == check([b, a], "0", 1, "text")

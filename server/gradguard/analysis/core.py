@@ -38,6 +38,7 @@ from gradguard.analysis.values import (
     ordered,
 )
 from gradguard.knowledge import Knowledge, OpInfo, load
+from gradguard.model import source_lines
 
 if TYPE_CHECKING:
     from gradguard.project.resolver import Project
@@ -49,7 +50,7 @@ class AnalyzerCore:
         self.tree = tree
         self.path = path
         self.kb = kb or load()
-        self.lines = source.splitlines()
+        self.lines = source_lines(source)
         self.project = project
         self.file = file  # the checked file's absolute path when it is a real file ("" otherwise)
         self.root = ModuleCtx("", self.lines)
@@ -140,6 +141,8 @@ class AnalyzerCore:
     def report(self, h: Hazard) -> None:
         if self.quiet:
             return
+        if h.site.path and self.file:
+            h = h.anchored(self.file)  # found in another module: name the checked file where it is referred to
         k = h.key()
         if k not in self.hazards:
             self.hazards[k] = h

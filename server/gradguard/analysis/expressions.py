@@ -129,7 +129,7 @@ class Expressions(AnalyzerCore):
         return Const("", known=False)
 
     def e_FormattedValue(self, n: ast.FormattedValue, st: State, fr: Frame) -> Val:
-        self.ev(n.value, st, fr)
+        self.ev_nograd(n.value, st, fr)  # f"{x.min()}": formatted for a message, never part of a graph
         return UNKNOWN_NUM
 
     def e_Starred(self, n: ast.Starred, st: State, fr: Frame) -> Val:
@@ -190,6 +190,9 @@ class Expressions(AnalyzerCore):
             st.no_grad = flag
 
     def e_Compare(self, n: ast.Compare, st: State, fr: Frame) -> Val:
+        folded = self._fold_compare(n, st, fr)
+        if folded is not None:
+            return folded
         if len(n.ops) == 1 and isinstance(n.ops[0], (ast.Is, ast.IsNot)) and isinstance(n.left, ast.Attribute) \
                 and n.left.attr == "grad_fn" and isinstance(n.comparators[0], ast.Constant) \
                 and n.comparators[0].value is None:
@@ -199,6 +202,42 @@ class Expressions(AnalyzerCore):
         vals = [self.ev_nograd(n.left, st, fr), *(self.ev_nograd(c, st, fr) for c in n.comparators)]
         if any(isinstance(v, T) for v in vals):
             return fresh("comparison", rg=NO)
+        return UNKNOWN_NUM
+
+    def _fold_compare(self, n: ast.Compare, st: State, fr: Frame) -> Val | None:
+        """``self.kind == "cross"``, ``num_vector_embeds is not None`` on known constants: the answer (a branch on a
+        configuration the code was built with is taken, or not). None: not all operands are known constants."""
+        if len(n.ops) != 1 or not isinstance(n.left, (ast.Name, ast.Attribute, ast.Constant)) \
+                or not isinstance(n.comparators[0], (ast.Name, ast.Attribute, ast.Constant)):
+            return None
+        a = self.ev_nograd(n.left, st, fr)
+        b = self.ev_nograd(n.comparators[0], st, fr)
+        if not (isinstance(a, Const) and isinstance(b, Const) and a.known and b.known) \
+                or isinstance(a, Cond) or isinstance(b, Cond):
+            return None
+        x, y = a.value, b.value
+        if not all(v is None or isinstance(v, (bool, int, float, str)) for v in (x, y)):
+            return UNKNOWN_NUM
+        op = n.ops[0]
+        try:
+            if isinstance(op, ast.Is):
+                return Const(x is y if x is None or y is None else x == y)
+            if isinstance(op, ast.IsNot):
+                return Const(x is not y if x is None or y is None else x != y)
+            if isinstance(op, ast.Eq):
+                return Const(x == y)
+            if isinstance(op, ast.NotEq):
+                return Const(x != y)
+            if isinstance(op, ast.Lt):
+                return Const(x < y)  # type: ignore[operator]
+            if isinstance(op, ast.LtE):
+                return Const(x <= y)  # type: ignore[operator]
+            if isinstance(op, ast.Gt):
+                return Const(x > y)  # type: ignore[operator]
+            if isinstance(op, ast.GtE):
+                return Const(x >= y)  # type: ignore[operator]
+        except TypeError:
+            return UNKNOWN_NUM
         return UNKNOWN_NUM
 
     def e_UnaryOp(self, n: ast.UnaryOp, st: State, fr: Frame) -> Val:

@@ -5,7 +5,7 @@ Positions here are AST positions: 1-based lines and 0-based UTF-8 byte columns. 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 
@@ -50,7 +50,20 @@ class Hazard:
     extra: tuple[tuple[str, Any], ...] = field(default=())
 
     def key(self) -> tuple[Any, ...]:
-        return (self.kind, self.form, self.site.line, self.site.col)
+        return (self.kind, self.form, self.site.path, self.site.line, self.site.col)
+
+    def anchored(self, file: str) -> Hazard:
+        """This hazard with the checked file's sites (path "") given ``file`` as their path: for a hazard that is
+        reported in another module, whose messages must name the file a line is in."""
+        def fix(s: Any) -> Any:
+            if isinstance(s, Site) and not s.path:
+                return replace(s, path=file)
+            return s
+
+        saves = tuple(replace(r, site=fix(r.site), view=fix(r.view)) for r in self.saves)
+        related = tuple((fix(s), m) for s, m in self.related)
+        extra = tuple((k, fix(v)) for k, v in self.extra)
+        return replace(self, stmt=fix(self.stmt), saves=saves, related=related, extra=extra)
 
     def get(self, k: str, default: Any = None) -> Any:
         for kk, v in self.extra:

@@ -156,7 +156,9 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         else:
             param_rg = MAYBE if self.graph_file else NO
         for p in params + list(args.kwonlyargs):
-            is_tensor = annotated_tensor(p.annotation) or (tensor_params and p.annotation is None)
+            # forward's required arguments are its tensors; an optional one (`scale=None`) may be anything
+            is_tensor = annotated_tensor(p.annotation) or (tensor_params and p.annotation is None
+                                                            and p.arg not in defaults)
             rg = NO if INT_NAME.search(p.arg) else param_rg  # token ids, labels, masks, indices: integer tensors
             d = defaults.get(p.arg)
             # A default is one possible value, not the only one: a caller may pass a tensor for `weight=None`,

@@ -124,22 +124,26 @@ class Project:
         return found
 
     def _candidates(self, importer: str) -> list[str]:
-        dirs = list(self.search.roots)
-        if importer:
-            # the importing file's directory and its parents up to (not beyond) a workspace root
-            d = os.path.dirname(importer)
-            chain = []
-            while True:
-                chain.append(d)
-                if d in self.search.roots:
-                    break
-                parent = os.path.dirname(d)
-                if parent == d or self.is_library(importer):
-                    break
-                d = parent
-            if not any(c in self.search.roots for c in chain):
-                chain = chain[:1]  # outside every root: only the file's own directory (script semantics)
-            dirs += [c for c in chain if c not in dirs]
+        """Where ``import name`` in ``importer`` looks, first wins: the workspace roots that contain the importing
+        file (the nearest first), the file's own directory when it is a script's (not a package's: Python 3 has no
+        implicit relative imports), its parent directories up to its root (`sys.path.append('..')` research
+        code), the other roots, then site-packages."""
+        if not importer or self.is_library(importer):
+            return [*self.search.roots, *(s for s in self.search.site if s not in self.search.roots)]
+        here = os.path.dirname(importer)
+        own = sorted((r for r in self.search.roots if here == r or here.startswith(os.path.join(r, ""))),
+                     key=len, reverse=True)
+        dirs: list[str] = []
+        if not os.path.isfile(os.path.join(here, "__init__.py")):
+            dirs.append(here)
+        dirs += [r for r in own if r not in dirs]
+        d = here
+        stop = own[0] if own else here
+        while d != stop and d.startswith(os.path.join(stop, "")):
+            d = os.path.dirname(d)
+            if d not in dirs:
+                dirs.append(d)
+        dirs += [r for r in self.search.roots if r not in dirs]
         dirs += [s for s in self.search.site if s not in dirs]
         return dirs
 

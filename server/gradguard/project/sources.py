@@ -12,6 +12,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from gradguard.model import source_lines
+
 MAX_MODULE_BYTES = 4_000_000  # larger modules (generated tables) are opaque: nothing in them is followed
 
 
@@ -56,7 +58,7 @@ class SourceFile:
     @property
     def lines(self) -> list[str]:
         if self._lines is None:
-            self._lines = self.text.splitlines()
+            self._lines = source_lines(self.text)
         return self._lines
 
     @property
