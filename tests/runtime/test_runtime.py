@@ -64,11 +64,14 @@ def _run_many(jobs: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
 # Seeds and other case scripts of this repository.
 
 SEED_CASES = sorted(p.name for p in CASES.glob("seed_*.py"))
+# One script per error family (the in-place call raising, leaky_relu_ in backward, foreach writes, a view whose base
+# was written, a compiled LSTM): each names its culprit (and saving) lines with `# gg:` markers.
+FAMILY_CASES = sorted(p.name for p in CASES.glob("family_*.py"))
 
 
 @pytest.fixture(scope="module")
 def case_reports() -> dict[str, dict[str, Any]]:
-    jobs = {name: {"path": str(CASES / name)} for name in SEED_CASES}
+    jobs = {name: {"path": str(CASES / name)} for name in [*SEED_CASES, *FAMILY_CASES]}
     jobs["train_deterministic.py"] = {"path": str(CASES / "train_deterministic.py")}
     jobs["compiled_and_hop.py"] = {"path": str(CASES / "compiled_and_hop.py")}
     jobs["dataloader_workers.py"] = {"path": str(CASES / "dataloader_workers.py")}
@@ -106,6 +109,29 @@ def test_seed_case(case_reports: dict[str, dict[str, Any]], name: str) -> None:
 
     text = format_text(rep)
     assert "expected version" in text and "fix (GG" in text
+
+
+@pytest.mark.parametrize("name", FAMILY_CASES)
+def test_family_case(case_reports: dict[str, dict[str, Any]], name: str) -> None:
+    """Every family gets a line: the culprit (and, where there is one, the saving line), the tensor, the fix."""
+    from gradguard.runtime.report import format_text
+
+    rep = case_reports[name]
+    path = CASES / name
+    marks = _markers(path)
+    if not marks["culprit"]:  # family_compiled_lstm: not an in-place error, and it must fail as without the doctor
+        assert rep["status"] == "failed" and rep["exit_code"] == 1, rep.get("error")
+        assert rep["error"]["message"].startswith("Trying to backward through the graph a second time"), rep["error"]
+        assert "expected Tensor()" not in rep["_output"]
+        return
+    assert rep["status"] == "error", (rep["status"], rep.get("error"), rep["_output"][-2000:])
+    assert rep["exit_code"] == 1
+    assert set(marks["culprit"]) <= _lines(rep["culprits"], path), rep["culprits"]
+    assert set(marks["saved"]) <= _lines(rep["saved_by"], path), rep["saved_by"]
+    for d in rep["diagnostics"]:
+        assert re.fullmatch(r"GG\d{3}", d["code"]) and "Fix: " in d["message"], d
+    text = format_text(rep)
+    assert "fix (GG" in text and "not found" not in text, text
 
 
 def test_seed_000_names_keras_lines(case_reports: dict[str, dict[str, Any]]) -> None:

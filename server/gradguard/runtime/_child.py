@@ -490,7 +490,57 @@ def _incident_from_backward(torch: Any, exc: BaseException, roots: Any, frame: A
                     w["module"] = {"type": module[0], "constructed_at": _frames_json(module[1])}
                 inc["writes"].append(w)
         inc["others"] = len(broken) - 1
+    else:
+        _incident_from_versions(inc, m)
     _incidents.append(inc)
+
+
+_OP_OF_NODE = re.compile(r"(Backward\d*|^torch::autograd::)")
+
+
+def _incident_from_versions(inc: dict[str, Any], m: re.Match) -> None:
+    """The saved tensor is not reachable from the graph (an in-place op on a view saved its result, and that
+    node now hides inside a CopySlices): find the storage from the write log instead, as the one whose logged
+    writes moved a version counter from the expected version to the one torch found, preferring a tensor of the
+    shape torch names. The node anomaly mode blames gives the saving op's stack."""
+    expected, actual = int(m.group("expected")), int(m.group("actual"))
+    shape = [int(x) for x in m.group("shape").replace(" ", "").split(",") if x]
+    blamed = _last_anomaly[0] if _last_anomaly else None
+    best: tuple | None = None
+    tried: set[int] = set()
+    for rank, ev in enumerate(reversed(_log)):
+        if rank > 5000 or ev[1] != actual - 1 or ev[0] in tried:
+            continue
+        tried.add(ev[0])
+        chain = _writes_for(ev[0], actual, expected)
+        if len(chain) != actual - expected:
+            continue
+        score = (list(ev[4]) == shape, -rank)
+        if best is None or score > best[0]:
+            best = (score, ev[0], chain)
+    if best is None:
+        if blamed:
+            inc["node"], inc["saved_by"] = blamed[0], blamed[1]
+        return
+    _, key, chain = best
+    inc["inferred"] = "from the write log (the saved tensor is not reachable from the graph)"
+    inc["tensor"] = {**inc["tensor"], "dtype": chain[-1][5].replace("torch.", "")}
+    for ev in chain:
+        _, vb, op, argname, shp, dtype, fchain, via, module = ev
+        w = {"op": op, "arg": argname, "version_before": vb, "shape": list(shp),
+             "dtype": dtype.replace("torch.", ""), "frames": _frames_json(fchain), "via": list(via)}
+        if module is not None:
+            w["module"] = {"type": module[0], "constructed_at": _frames_json(module[1])}
+        inc["writes"].append(w)
+    if blamed:
+        inc["node"], inc["saved_by"] = blamed[0], blamed[1]
+    if not blamed or "CopySlices" in blamed[0]:
+        for ev in reversed(_log):  # the write that produced the saved version: an in-place op saving its result
+            if ev[0] == key and ev[1] == expected - 1:
+                inc["node"] = ev[2]
+                if not blamed:
+                    inc["saved_by"] = _frames_json(ev[6])
+                break
 
 
 _exc_refs: list[BaseException] = []
@@ -591,6 +641,7 @@ def _wrap_engine(torch: Any) -> None:
 
     def _engine_run_backward(t_outputs: Any, *args: Any, **kwargs: Any) -> Any:
         try:
+            _last_anomaly.clear()
             mode = _tracer_state.get("mode")
             if mode is not None and _get_current_dispatch_mode() is mode:
                 # The backward pass itself runs without the write log (half the ops, none of the user's writes).
@@ -1298,6 +1349,25 @@ def _clean_anomaly_text(text: str) -> str:
     return "\n".join(out)
 
 
+_ANOMALY_RE = re.compile(r"Error detected in (?P<node>[\w:<>.]+)\. Traceback of forward call that caused the error:")
+_last_anomaly: list[tuple[str, list[dict[str, Any]]]] = []
+
+
+def _note_anomaly(text: str) -> None:
+    """Keep the node anomaly mode blames for a failed backward, with its forward stack (the node is not always
+    reachable from the graph: an in-place op on a view hides inside a CopySlices node)."""
+    m = _ANOMALY_RE.search(text)
+    if not m:
+        return
+    entries: list[str] = []
+    for ln in text[m.end():].split("\n"):
+        if _TB_LINE.match(ln):
+            entries.append(ln + "\n")
+        elif entries and ln.startswith("    "):
+            entries[-1] += ln + "\n"
+    _last_anomaly[:] = [(m.group("node"), _frames_from_formatted(entries))]
+
+
 def _clean_anomaly_warnings() -> None:
     orig = warnings.showwarning
 
@@ -1305,6 +1375,7 @@ def _clean_anomaly_warnings() -> None:
                     line: Any = None) -> Any:
         try:
             if isinstance(message, Warning) and "Traceback of forward call" in str(message):
+                _note_anomaly(str(message))
                 message = category(_clean_anomaly_text(str(message)))
         except Exception:
             pass
