@@ -281,7 +281,9 @@ _WRITE_SPEC: dict[Any, tuple] = {}
 # torch runs what the mode calls with every key above Python excluded, ADInplaceOrView included: those inner calls
 # would bump nothing, and an in-place error would silently vanish. For exactly those ops the write log calls the op
 # with ADInplaceOrView enabled again, the state torch's own kernel leaves it in. (Ops that return tensors are
-# redispatched with ``...BelowADInplaceOrView`` by torch itself and run as the mode calls them.)
+# redispatched with ``...BelowADInplaceOrView`` by torch itself and run as the mode calls them.) The same holds for
+# composite ops that reach the mode undecomposed, which happens under inference mode: their decomposition runs with
+# ADInplaceOrView active without the doctor (a ``view_as`` made there is a view, with inference-mode view rules).
 _RESTORE: dict[Any, bool] = {}
 
 
@@ -302,10 +304,14 @@ def _write_spec(func: Any) -> tuple:
 def _needs_restore(torch: Any, func: Any, spec: tuple) -> bool:
     restore = False
     try:
-        if spec and not len(func._schema.returns):
-            name = func.name()
-            has = torch._C._dispatch_has_kernel_for_dispatch_key
-            restore = not has(name, "ADInplaceOrView") and not has(name, "CompositeImplicitAutograd")
+        name = func.name()
+        has = torch._C._dispatch_has_kernel_for_dispatch_key
+        if has(name, "CompositeImplicitAutograd"):
+            # Reaches the mode undecomposed only where autograd is switched off (inference mode): torch would run
+            # the decomposition with ADInplaceOrView active (``view_as`` returns a view of its input there).
+            restore = True
+        elif spec and not len(func._schema.returns):
+            restore = not has(name, "ADInplaceOrView")
     except Exception:
         restore = False
     _RESTORE[func] = restore
@@ -673,6 +679,7 @@ def _wrap_engine(torch: Any) -> None:
 
 # (a piece of torch's message, the family), most specific first. report.py names and fixes each family.
 FAMILIES: tuple[tuple[str, str], ...] = (
+    ("its base or another view of its base has been modified inplace", "base_modified"),
     ("created inside a custom Function", "custom_view"),
     ("a view of a leaf Variable that requires grad is being used in an in-place operation", "view_of_leaf"),
     ("a leaf Variable that requires grad is being used in an in-place operation", "leaf"),
@@ -1030,6 +1037,32 @@ def _explain_receiver(torch: Any, inc: dict[str, Any], kind: str, fr: Any, targe
     stmt = _stmt_at(tree, line)
     if stmt is None:
         return
+    if kind == "base_modified":
+        # a view used on this line whose base was changed in place since: the culprit is that write
+        for node in ast.walk(stmt):
+            if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(getattr(node, "ctx", None), ast.Load):
+                try:
+                    v = _safe_eval(node, fr)
+                except Exception:
+                    continue
+                if not isinstance(v, torch.Tensor) or not v._is_view():
+                    continue
+                inc["receiver"] = ast.unparse(node)
+                inc.update(_tensor_facts(torch, v, fr, tree, path, line, inc["receiver"]))
+                try:
+                    key = v.untyped_storage().data_ptr()
+                except Exception:
+                    return
+                for ev in reversed(_log):
+                    if ev[0] == key and ev[6] and ev[6][-1][3] == _USER:
+                        _, vb, op, argname, shape, dtype, chain, via, _module = ev
+                        inc["writes"] = [{"op": op, "arg": argname, "version_before": vb, "shape": list(shape),
+                                          "dtype": dtype.replace("torch.", ""), "frames": _frames_json(chain),
+                                          "via": list(via)}]
+                        inc["op"] = op
+                        break
+                return
+        return
     if kind == "inference_saved":
         # which of the names on that line holds an inference tensor
         for node in ast.walk(stmt):
@@ -1147,7 +1180,6 @@ def install(check_nan: bool = False) -> Any:
     try:
         inplace_key = torch._C.DispatchKey.ADInplaceOrView
         set_excluded: Any = torch._C._SetExcludeDispatchKeyGuard
-        inference_on = torch.is_inference_mode_enabled
     except Exception:  # an older torch without these: ops run as the mode calls them
         set_excluded = None
     op_cache: dict[Any, tuple] = {}
@@ -1185,7 +1217,7 @@ def install(check_nan: bool = False) -> Any:
                     _log_writes(torch, func, info[0], args, kwargs)
                 except Exception:
                     pass
-            if info[1] and not inference_on():
+            if info[1]:
                 with set_excluded(inplace_key, False):
                     if kwargs:
                         return func(*args, **kwargs)
@@ -1470,9 +1502,14 @@ def _exc_frames(tb: Any) -> list[dict[str, Any]]:
     return out[-60:]
 
 
-def _calibrate(torch: Any, ops: int, depth: int = 12, n: int = 40) -> dict[str, Any]:
+def _calibrate(torch: Any, ops: int, depth: int = 12, n: int = 100, rounds: int = 5) -> dict[str, Any]:
     """Estimate what the doctor cost this run: the per-op time of a small autograd op with the doctor on (anomaly
-    mode + write log) and off, at a typical stack depth, times the number of ops the script ran."""
+    mode + write log) and off, at a typical stack depth (medians of interleaved rounds), times the number of ops
+    the script ran.
+
+    Not for CUDA runs: kernels run asynchronously there, so the host-side cost overlaps GPU work and the product
+    says little about wall time (it swung between 9 and 20 s for one ResNet-18 run); it is reported as
+    ``host_overhead_s`` with ``overhead_estimate_s`` left empty."""
     from torch.utils._python_dispatch import _disable_current_modes
 
     x = torch.zeros(4, requires_grad=True)
@@ -1485,18 +1522,34 @@ def _calibrate(torch: Any, ops: int, depth: int = 12, n: int = 40) -> dict[str, 
             x * 2
         return (time.perf_counter() - t0) / n
 
-    timed(depth)
-    on = min(timed(depth) for _ in range(3))
     check_nan = torch.is_anomaly_check_nan_enabled()
-    try:
-        with _disable_current_modes():
-            torch.autograd.set_detect_anomaly(False)
-            off = min(timed(depth) for _ in range(3))
-    finally:
-        torch.autograd.set_detect_anomaly(True, check_nan=check_nan)
+    on_t: list[float] = []
+    off_t: list[float] = []
+    timed(depth)
+    for _ in range(rounds):
+        on_t.append(timed(depth))
+        try:
+            with _disable_current_modes():
+                torch.autograd.set_detect_anomaly(False)
+                off_t.append(timed(depth))
+        finally:
+            torch.autograd.set_detect_anomaly(True, check_nan=check_nan)
+    on, off = sorted(on_t)[rounds // 2], sorted(off_t)[rounds // 2]
     per_op = max(0.0, on - off)
-    return {"per_op_us_plain": round(off * 1e6, 2), "per_op_us_doctor": round(on * 1e6, 2),
-            "overhead_estimate_s": round(per_op * ops, 3)}
+    out: dict[str, Any] = {"per_op_us_plain": round(off * 1e6, 2), "per_op_us_doctor": round(on * 1e6, 2)}
+    cuda = sys.modules.get("torch.cuda")
+    try:
+        used_cuda = bool(cuda is not None and cuda.is_initialized())
+    except Exception:
+        used_cuda = False
+    if used_cuda:
+        out["overhead_estimate_s"] = None
+        out["host_overhead_s"] = round(per_op * ops, 3)
+        out["overhead_note"] = ("not estimated for CUDA runs: kernels run asynchronously, so the doctor's host-side "
+                                "cost overlaps GPU work; time a few steps with and without it instead")
+    else:
+        out["overhead_estimate_s"] = round(per_op * ops, 3)
+    return out
 
 
 def _write_facts(path: str, facts: dict[str, Any]) -> None:

@@ -251,6 +251,7 @@ FAMILY_CODE = {
     "view": "GG302", "custom_view": "GG302", "no_grad_view": "GG302", "inference_view": "GG302",
     "detach_view": "GG302", "dirty_view": "GG302", "inference": "GG302", "inference_saved": "GG302",
     "out": "GG104", "pack_hook": "GG101", "dirty_unreturned": "GG101", "leaky_relu": "GG102",
+    "base_modified": "GG302",
 }
 
 FAMILY_FIX = {
@@ -280,6 +281,9 @@ FAMILY_FIX = {
     "pack_hook": "do not modify the tensor a saved-tensor pack hook receives: compute out of place "
                  "(`x = x + 1`) or pack a copy (`x.clone()`)",
     "dirty_unreturned": "return from forward every input passed to `ctx.mark_dirty`",
+    "base_modified": "do not change the base of a view in place while the view is still used: make the view after "
+                     "the change, or change a `.clone()` of the base; views made under `no_grad`/`inference_mode` or "
+                     "returned by unbind/split/chunk cannot follow such changes",
     "leaky_relu": "use the out-of-place form (`F.leaky_relu(x, slope)`, `nn.LeakyReLU(slope)` without "
                   "`inplace=True`): the in-place form needs a non-negative slope, its backward reads the result",
 }
@@ -336,6 +340,13 @@ def _forward_message(inc: dict[str, Any]) -> str:
         return f"`{op}` writes its result into {recv}, but {why}: results written with `out=` are not differentiable"
     if kind == "pack_hook":
         return f"`{op}` modifies in place the tensor a saved-tensor pack hook received"
+    if kind == "base_modified":
+        src = (f"a view made under `torch.{under}()`" if under else
+               f"one of the views returned by `{_op_from_node(inc['view_of'])}`" if inc.get("view_of") else "a view")
+        at = _pick(inc.get("raised_at") or [])
+        used = f" (line {at['line']})" if at else ""
+        return (f"`{op}` modifies in place the base of {recv}, {src}{_where(origin)}; {recv} is used "
+                f"afterwards{used}, which torch forbids")
     if kind == "detach_view":
         return f"`detach_` on {recv}, a view of {bname}{_where(bor)}: views cannot be detached in place"
     if kind == "resize":
@@ -364,8 +375,8 @@ def _forward_incident(inc: dict[str, Any], out: dict[str, Any]) -> None:
     f = _pick(raised)
     writes = inc.get("writes") or []
     wframes = (writes[0].get("frames") or []) if writes else []
-    if kind == "pack_hook" and _pick(wframes) is not None:
-        f, raised = _pick(wframes), wframes  # the write inside the hook, not the line that saved the tensor
+    if kind in ("pack_hook", "base_modified") and _pick(wframes) is not None:
+        f, raised = _pick(wframes), wframes  # the write (in the hook, on the base), not the line that raised
     if f is None:
         return
     op = inc.get("op") or "in-place op"
@@ -373,10 +384,12 @@ def _forward_incident(inc: dict[str, Any], out: dict[str, Any]) -> None:
     origin = _pick(inc.get("origin") or [])
     msg = _forward_message(inc)
     related = []
-    if kind == "pack_hook":
+    if kind in ("pack_hook", "base_modified"):
         at = _pick(inc.get("raised_at") or [])
         if at is not None and at is not f:
-            related.append(_related(at, "torch saved the tensor (and called the pack hook) here"))
+            what = "torch saved the tensor (and called the pack hook) here" if kind == "pack_hook" else \
+                "the view is used here (torch raised)"
+            related.append(_related(at, what))
     elif kind == "leaky_relu":
         at = _pick(inc.get("backward_at") or [])
         if at is not None:
@@ -524,9 +537,11 @@ def format_text(report: dict[str, Any]) -> str:
         traced = stats.get("traced")
         extra = (f"; traced {stats.get('ops', 0)} ATen ops, {stats.get('writes', 0)} in-place writes under anomaly "
                  "mode" if traced else "; the script never imported torch, nothing was traced")
-        if traced and "overhead_estimate_s" in stats:
+        if traced and isinstance(stats.get("overhead_estimate_s"), (int, float)):
             extra += (f"; estimated doctor overhead {stats['overhead_estimate_s']:.2f} s "
                       f"({stats.get('per_op_us_doctor', 0):.0f} vs {stats.get('per_op_us_plain', 0):.0f} us per op)")
+        elif traced and stats.get("overhead_note"):
+            extra += f"; doctor overhead {stats['overhead_note']}"
         lines.append(f"gradguard run: clean: the script finished without autograd in-place errors ({t}{extra}).")
         if report.get("caught_errors"):
             lines.append(f"  note: the script caught {len(report['caught_errors'])} autograd in-place error(s) itself.")
