@@ -343,8 +343,8 @@ def _forward_message(inc: dict[str, Any]) -> str:
     if kind == "base_modified":
         src = (f"a view made under `torch.{under}()`" if under else
                f"one of the views returned by `{_op_from_node(inc['view_of'])}`" if inc.get("view_of") else "a view")
-        at = _pick(inc.get("raised_at") or [])
-        used = f" (line {at['line']})" if at else ""
+        raised_at = _pick(inc.get("raised_at") or [])
+        used = f" (line {raised_at['line']})" if raised_at else ""
         return (f"`{op}` modifies in place the base of {recv}, {src}{_where(origin)}; {recv} is used "
                 f"afterwards{used}, which torch forbids")
     if kind == "detach_view":
