@@ -72,7 +72,8 @@ _USER_FILES: set[str] = set()
 
 _LOG_MAX = 50_000
 _log: collections.deque = collections.deque(maxlen=_LOG_MAX)
-_stats = {"ops": 0, "writes": 0}
+_stats = {"ops": 0, "writes": 0, "optimizer_steps_untraced": 0}
+_RESTORED: set[str] = set()  # ops run with ADInplaceOrView re-enabled (see _needs_restore)
 _incidents: list[dict[str, Any]] = []
 _enabled = [True]
 _tracer_state: dict[str, Any] = {"installed": False, "error": None}
@@ -1189,6 +1190,8 @@ def install(check_nan: bool = False) -> Any:
         if spec is None:
             spec = _write_spec(func)
         restore = _needs_restore(torch, func, spec) and set_excluded is not None
+        if restore:
+            _RESTORED.add(str(func.name()).replace("aten::", ""))
         info = (spec, restore)
         op_cache[func] = info
         return info
@@ -1295,6 +1298,7 @@ def _suspend_in_optimizer_steps(torch: Any, mode: Any) -> None:
             if _get_current_dispatch_mode() is not mode:
                 _push_mode(mode)
             before, chain, via, op = rec
+            _stats["optimizer_steps_untraced"] += 1
             for t, v0 in before:
                 v1 = t._version
                 if v1 == v0:
@@ -1630,12 +1634,14 @@ def main(argv: list[str]) -> int:
         inc.pop("exc_id", None)
     facts["exit_code"] = code
     calib: dict[str, Any] = {}
-    counted = dict(_stats)
+    counted: dict[str, Any] = dict(_stats)
     if _tracer_state["installed"] and os.getpid() == _MAIN_PID:
         try:
             calib = _calibrate(sys.modules["torch"], _stats["ops"])
         except Exception:
             calib = {}
+    if _RESTORED:
+        counted["restored_ops"] = sorted(_RESTORED)
     facts["stats"] = {**counted, **calib, "elapsed_s": round(time.perf_counter() - _T0, 3),
                       "traced": bool(_tracer_state["installed"]), "tracer_error": _tracer_state["error"],
                       "torch": getattr(sys.modules.get("torch"), "__version__", None)}

@@ -542,6 +542,9 @@ def format_text(report: dict[str, Any]) -> str:
                       f"({stats.get('per_op_us_doctor', 0):.0f} vs {stats.get('per_op_us_plain', 0):.0f} us per op)")
         elif traced and stats.get("overhead_note"):
             extra += f"; doctor overhead {stats['overhead_note']}"
+        if traced and stats.get("optimizer_steps_untraced"):
+            extra += (f"; {stats['optimizer_steps_untraced']} optimizer step(s) ran untraced, their writes read from "
+                      "version counters")
         lines.append(f"gradguard run: clean: the script finished without autograd in-place errors ({t}{extra}).")
         if report.get("caught_errors"):
             lines.append(f"  note: the script caught {len(report['caught_errors'])} autograd in-place error(s) itself.")
