@@ -236,6 +236,45 @@ def test_corpus_case(corpus_reports: dict[str, dict[str, Any]], case: dict[str, 
 
 
 # --------------------------------------------------------------------------------------------------------------
+# PyTorch's own autograd tests (public third): every error case names a labelled line, every clean case stays clean.
+
+TORCHTESTS = ROOT.parent / "shared" / "torchtests"
+
+
+def _torchtests_cases() -> list[dict[str, Any]]:
+    if not (TORCHTESTS / "manifest.json").is_file():
+        return []
+    data = json.loads((TORCHTESTS / "manifest.json").read_text())
+    return data["cases"] if isinstance(data, dict) else data
+
+
+TORCHTESTS_CASES = _torchtests_cases()
+
+
+@pytest.fixture(scope="module")
+def torchtests_reports() -> dict[str, dict[str, Any]]:
+    return _run_many({c["id"]: {"path": str(TORCHTESTS / c["file"]), "cwd": str(TORCHTESTS / "cases")}
+                      for c in TORCHTESTS_CASES})
+
+
+@pytest.mark.skipif(not TORCHTESTS_CASES, reason="../shared/torchtests is not next to this checkout")
+@pytest.mark.parametrize("case", TORCHTESTS_CASES, ids=[c["id"] for c in TORCHTESTS_CASES])
+def test_torchtests_case(torchtests_reports: dict[str, dict[str, Any]], case: dict[str, Any]) -> None:
+    rep = torchtests_reports[case["id"]]
+    path = TORCHTESTS / case["file"]
+    if case["expected"] == "error":
+        assert rep["status"] == "error", (rep["status"], rep.get("error"))
+        assert rep["error"]["type"] == (case.get("exception_type") or "RuntimeError")
+        named = _lines(rep["culprits"], path)
+        assert named & set(case["culprit_lines"]), (named, case["culprit_lines"], rep["culprits"])
+        for c in rep["culprits"]:
+            assert c["message"] and (c.get("fix") or c["code"]), c
+    else:
+        assert rep["status"] == "clean", (rep["status"], rep.get("error"), rep["_output"][-1500:])
+        assert rep["culprits"] == [] and rep["diagnostics"] == []
+
+
+# --------------------------------------------------------------------------------------------------------------
 # Process handling: syntax errors, timeouts, Ctrl-C, the CLI, -m, import cost.
 
 def test_syntax_error(tmp_path: Path) -> None:
