@@ -1266,9 +1266,18 @@ def _suspend_in_optimizer_steps(torch: Any, mode: Any) -> None:
         if compiling():
             return None
         try:
-            if pending and pending[-1] is not None and _get_current_dispatch_mode() is not mode:
-                _push_mode(mode)  # an earlier step raised before its post hook: trace again
-            pending.clear()
+            caller = sys._getframe(1)
+            if pending and pending[-1] is not None:
+                outer = pending[-1][4]
+                f = caller
+                while f is not None and f is not outer:
+                    f = f.f_back
+                if f is not None:  # a step inside a step (Lookahead...): the outer one already runs untraced
+                    pending.append(None)
+                    return None
+                if _get_current_dispatch_mode() is not mode:
+                    _push_mode(mode)  # an earlier step raised before its post hook: trace again
+                pending.clear()
             rec = None
             closure = len(args) > 1 or (kwargs or {}).get("closure") is not None
             if _enabled[0] and not closure and _get_current_dispatch_mode() is mode:
@@ -1280,9 +1289,9 @@ def _suspend_in_optimizer_steps(torch: Any, mode: Any) -> None:
                             g = p.grad
                             if g is not None:
                                 before.append((g, g._version))
-                chain, via, _ = _walk_write(sys._getframe(1))
+                chain, via, _ = _walk_write(caller)
                 _pop_mode()
-                rec = (before, chain, via, f"{type(opt).__name__}.step")
+                rec = (before, chain, via, f"{type(opt).__name__}.step", caller)
             pending.append(rec)
         except Exception:
             pass
@@ -1297,7 +1306,7 @@ def _suspend_in_optimizer_steps(torch: Any, mode: Any) -> None:
                 return
             if _get_current_dispatch_mode() is not mode:
                 _push_mode(mode)
-            before, chain, via, op = rec
+            before, chain, via, op, _caller = rec
             _stats["optimizer_steps_untraced"] += 1
             for t, v0 in before:
                 v1 = t._version
