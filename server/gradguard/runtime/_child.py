@@ -1269,7 +1269,7 @@ def _suspend_in_optimizer_steps(torch: Any, mode: Any) -> None:
             caller = sys._getframe(1)
             if pending and pending[-1] is not None:
                 outer = pending[-1][4]
-                f = caller
+                f: Any = caller
                 while f is not None and f is not outer:
                     f = f.f_back
                 if f is not None:  # a step inside a step (Lookahead...): the outer one already runs untraced
