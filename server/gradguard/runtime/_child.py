@@ -502,9 +502,6 @@ def _incident_from_backward(torch: Any, exc: BaseException, roots: Any, frame: A
     _incidents.append(inc)
 
 
-_OP_OF_NODE = re.compile(r"(Backward\d*|^torch::autograd::)")
-
-
 def _incident_from_versions(inc: dict[str, Any], m: re.Match) -> None:
     """The saved tensor is not reachable from the graph (an in-place op on a view saved its result, and that
     node now hides inside a CopySlices): find the storage from the write log instead, as the one whose logged
@@ -625,8 +622,8 @@ def _leaky_relu_incident(torch: Any, exc: BaseException, roots: Any, frame: Any)
         key = t.untyped_storage().data_ptr()
         for ev in reversed(_log):
             if ev[0] == key and ev[2] in ("leaky_relu_", "rrelu_with_noise_"):
-                _, vb, op, argname, shape, dtype, chain, via, module = ev
-                w = {"op": op, "arg": argname, "version_before": vb, "shape": list(shape),
+                _, vb, w_op, argname, shape, dtype, chain, via, module = ev
+                w = {"op": w_op, "arg": argname, "version_before": vb, "shape": list(shape),
                      "dtype": dtype.replace("torch.", ""), "frames": _frames_json(chain), "via": list(via)}
                 if module is not None:
                     w["module"] = {"type": module[0], "constructed_at": _frames_json(module[1])}
@@ -747,10 +744,12 @@ def _inplace_receivers(stmt: ast.AST, kind: str = "") -> list[tuple[ast.expr, st
         if isinstance(node, ast.Call):
             f = node.func
             if isinstance(f, ast.Attribute) and f.attr.endswith("_") and not f.attr.endswith("__"):
-                if not isinstance(f.value, ast.Name) or f.value.id not in ("torch", "F", "nn", "functional"):
+                owner = (_root_name(f.value) or "").split(".")[0]
+                if owner in ("torch", "F", "nn", "functional"):
+                    if node.args:  # torch.relu_(x), F.leaky_relu_(x), torch.nn.functional.relu_(x)
+                        out.append((node.args[0], ast.unparse(f), node))
+                else:
                     out.append((f.value, f.attr, node))
-                elif node.args:  # torch.relu_(x), F.leaky_relu_(x)
-                    out.append((node.args[0], ast.unparse(f), node))
             elif isinstance(f, ast.Name) and f.id.endswith("_") and not f.id.endswith("__") and node.args:
                 out.append((node.args[0], f.id, node))  # from torch import relu_
             for kw in node.keywords:
