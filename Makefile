@@ -48,7 +48,7 @@ scan-timm: setup
 	$(BIN)/python benchmarks/scan_timm.py
 
 knowledge: setup
-	$(BIN)/gradguard knowledge --regenerate
+	$(BIN)/gradguard knowledge --regenerate --output server/gradguard/knowledge/saved_tensors.json
 
 clean:
 	rm -rf $(VENV) build dist server/*.egg-info

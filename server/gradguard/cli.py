@@ -41,9 +41,13 @@ def build_parser() -> argparse.ArgumentParser:
     lsp.add_argument("rest", nargs=argparse.REMAINDER)
 
     k = sub.add_parser("knowledge", help="the table of what torch saves for backward")
-    k.add_argument("--regenerate", action="store_true", help="rebuild the table from the installed torch")
-    k.add_argument("--output", help="with --regenerate: write here instead of the packaged table")
-    k.add_argument("--check", action="store_true", help="exit 1 when the table differs from the installed torch")
+    k.add_argument("--regenerate", action="store_true",
+                   help="rebuild the table from the installed torch into the user's cache (the analysis then "
+                        "uses it with this torch)")
+    k.add_argument("--output", help="with --regenerate/--check: this table file instead of the cached one")
+    k.add_argument("--check", action="store_true", help="exit 1 when the table in use differs from the installed torch")
+    k.add_argument("--device", default="cpu", choices=["cpu", "cuda", "all"],
+                   help="with --regenerate/--check: also probe on CUDA (cuda, all), which needs a GPU")
     k.add_argument("names", nargs="*", help="show what these callables save")
 
     ru = sub.add_parser("rule", help="explain a rule")
@@ -192,12 +196,17 @@ def cmd_knowledge(args: argparse.Namespace) -> int:
     if args.regenerate or args.check:
         from gradguard.knowledge.probe import main as probe_main
 
-        return probe_main(output=args.output, check=args.check)
-    from gradguard.knowledge import load
+        return probe_main(output=args.output, check=args.check, device=args.device)
+    from gradguard.knowledge import TABLE_PATH, installed_torch_version, load
 
     kb = load()
     if not args.names:
-        print(f"{len(kb.names())} callables, generated from torch {kb.torch_version}")
+        where = "packaged" if kb.path == TABLE_PATH else f"regenerated, {kb.path}"
+        cuda = (kb.devices.get("cuda") or {}).get("source", "none")
+        print(f"{len(kb.names())} callables, generated from torch {kb.torch_version} ({where}); CUDA facts: {cuda}")
+        installed = installed_torch_version()
+        if installed and installed != kb.torch_version:
+            print(f"note: torch {installed} is installed; `gradguard knowledge --regenerate` builds a table for it")
         return 0
     from gradguard.knowledge.describe import describe
 

@@ -121,3 +121,47 @@ def test_statuses(tmp_path: Path) -> None:
                           "exception": {"type": "ValueError", "message": "boom", "frames": [_frame(s, 2)]}},
                          exit_code=1, target=str(s))
     assert other["status"] == "failed" and other["error"] == {"type": "ValueError", "message": "boom"}
+
+
+def _forward_facts(script: Path, inc: dict[str, Any], message: str) -> dict[str, Any]:
+    return {"version": 1, "exit_code": 1, "stats": {"ops": 3, "writes": 1, "traced": True},
+            "exception": {"type": "RuntimeError", "message": message, "frames": [_frame(script, 5)]},
+            "incidents": [{**inc, "message": message, "uncaught": True}]}
+
+
+def test_forward_families_name_line_tensor_and_fix(tmp_path: Path) -> None:
+    s = _script(tmp_path)
+    msg = "A view was created in no_grad mode and is being modified inplace with grad mode enabled."
+    inc = {"kind": "no_grad_view", "raised_at": [_frame(s, 6, code="y.mul_(2)")], "receiver": "y", "op": "mul_",
+           "tensor": {"type": "torch.FloatTensor", "shape": [3], "is_view": True},
+           "origin": [{**_frame(s, 4, code="out = y"), "under": "no_grad"}],
+           "base": {"name": "x", "tensor": {"shape": [3]}, "origin": [_frame(s, 2)]}}
+    rep = build_report(_forward_facts(s, inc, msg), exit_code=1, target=str(s), static_fixes=False)
+    assert rep["status"] == "error"
+    c = rep["culprits"][0]
+    assert (c["line"], c["code"], c["family"]) == (6, "GG302", "no_grad_view")
+    assert "made under `torch.no_grad()` (line 4)" in c["message"] and "`x`" in c["message"]
+    assert "same grad mode" in c["fix"]
+    text = format_text(rep)
+    assert "raised by   `mul_`" in text and "[under no_grad]" in text and "view of     `x`" in text
+    assert "fix (GG302): make the view and the in-place change under the same grad mode" in text
+
+
+def test_pack_hook_names_the_write_inside_the_hook(tmp_path: Path) -> None:
+    s = _script(tmp_path)
+    msg = "A saved tensor pack hook is modifying its input in place."
+    inc = {"kind": "pack_hook", "raised_at": [_frame(s, 9, code="register_hooks(...)")], "op": "add_",
+           "writes": [{"op": "add_", "arg": "self", "version_before": 0, "frames": [_frame(s, 5, code="x += 1")],
+                       "via": []}]}
+    rep = build_report(_forward_facts(s, inc, msg), exit_code=1, target=str(s), static_fixes=False)
+    assert [(c["line"], c["code"]) for c in rep["culprits"]] == [(5, "GG101")]
+    assert any(r["line"] == 9 for r in rep["diagnostics"][0]["related"])
+
+
+def test_every_family_has_a_code_and_a_fix() -> None:
+    from gradguard.runtime._child import FAMILIES
+    from gradguard.runtime.report import FAMILY_CODE, FAMILY_FIX, FIX
+
+    for _, kind in FAMILIES:
+        assert FAMILY_CODE[kind] in FIX, kind
+        assert FAMILY_FIX.get(kind) or FIX[FAMILY_CODE[kind]], kind

@@ -64,11 +64,14 @@ def _run_many(jobs: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
 # Seeds and other case scripts of this repository.
 
 SEED_CASES = sorted(p.name for p in CASES.glob("seed_*.py"))
+# One script per error family (the in-place call raising, leaky_relu_ in backward, foreach writes, a view whose base
+# was written, a compiled LSTM): each names its culprit (and saving) lines with `# gg:` markers.
+FAMILY_CASES = sorted(p.name for p in CASES.glob("family_*.py"))
 
 
 @pytest.fixture(scope="module")
 def case_reports() -> dict[str, dict[str, Any]]:
-    jobs = {name: {"path": str(CASES / name)} for name in SEED_CASES}
+    jobs = {name: {"path": str(CASES / name)} for name in [*SEED_CASES, *FAMILY_CASES]}
     jobs["train_deterministic.py"] = {"path": str(CASES / "train_deterministic.py")}
     jobs["compiled_and_hop.py"] = {"path": str(CASES / "compiled_and_hop.py")}
     jobs["dataloader_workers.py"] = {"path": str(CASES / "dataloader_workers.py")}
@@ -106,6 +109,29 @@ def test_seed_case(case_reports: dict[str, dict[str, Any]], name: str) -> None:
 
     text = format_text(rep)
     assert "expected version" in text and "fix (GG" in text
+
+
+@pytest.mark.parametrize("name", FAMILY_CASES)
+def test_family_case(case_reports: dict[str, dict[str, Any]], name: str) -> None:
+    """Every family gets a line: the culprit (and, where there is one, the saving line), the tensor, the fix."""
+    from gradguard.runtime.report import format_text
+
+    rep = case_reports[name]
+    path = CASES / name
+    marks = _markers(path)
+    if not marks["culprit"]:  # family_compiled_lstm: not an in-place error, and it must fail as without the doctor
+        assert rep["status"] == "failed" and rep["exit_code"] == 1, rep.get("error")
+        assert rep["error"]["message"].startswith("Trying to backward through the graph a second time"), rep["error"]
+        assert "expected Tensor()" not in rep["_output"]
+        return
+    assert rep["status"] == "error", (rep["status"], rep.get("error"), rep["_output"][-2000:])
+    assert rep["exit_code"] == 1
+    assert set(marks["culprit"]) <= _lines(rep["culprits"], path), rep["culprits"]
+    assert set(marks["saved"]) <= _lines(rep["saved_by"], path), rep["saved_by"]
+    for d in rep["diagnostics"]:
+        assert re.fullmatch(r"GG\d{3}", d["code"]) and "Fix: " in d["message"], d
+    text = format_text(rep)
+    assert "fix (GG" in text and "not found" not in text, text
 
 
 def test_seed_000_names_keras_lines(case_reports: dict[str, dict[str, Any]]) -> None:
@@ -207,6 +233,45 @@ def test_corpus_case(corpus_reports: dict[str, dict[str, Any]], case: dict[str, 
     else:
         assert rep["status"] == "clean", (rep["status"], rep.get("error"), rep["_output"][-1500:])
         assert rep["exit_code"] == 0 and rep["culprits"] == [] and rep["diagnostics"] == []
+
+
+# --------------------------------------------------------------------------------------------------------------
+# PyTorch's own autograd tests (public third): every error case names a labelled line, every clean case stays clean.
+
+TORCHTESTS = ROOT.parent / "shared" / "torchtests"
+
+
+def _torchtests_cases() -> list[dict[str, Any]]:
+    if not (TORCHTESTS / "manifest.json").is_file():
+        return []
+    data = json.loads((TORCHTESTS / "manifest.json").read_text())
+    return data["cases"] if isinstance(data, dict) else data
+
+
+TORCHTESTS_CASES = _torchtests_cases()
+
+
+@pytest.fixture(scope="module")
+def torchtests_reports() -> dict[str, dict[str, Any]]:
+    return _run_many({c["id"]: {"path": str(TORCHTESTS / c["file"]), "cwd": str(TORCHTESTS / "cases")}
+                      for c in TORCHTESTS_CASES})
+
+
+@pytest.mark.skipif(not TORCHTESTS_CASES, reason="../shared/torchtests is not next to this checkout")
+@pytest.mark.parametrize("case", TORCHTESTS_CASES, ids=[c["id"] for c in TORCHTESTS_CASES])
+def test_torchtests_case(torchtests_reports: dict[str, dict[str, Any]], case: dict[str, Any]) -> None:
+    rep = torchtests_reports[case["id"]]
+    path = TORCHTESTS / case["file"]
+    if case["expected"] == "error":
+        assert rep["status"] == "error", (rep["status"], rep.get("error"))
+        assert rep["error"]["type"] == (case.get("exception_type") or "RuntimeError")
+        named = _lines(rep["culprits"], path)
+        assert named & set(case["culprit_lines"]), (named, case["culprit_lines"], rep["culprits"])
+        for c in rep["culprits"]:
+            assert c["message"] and (c.get("fix") or c["code"]), c
+    else:
+        assert rep["status"] == "clean", (rep["status"], rep.get("error"), rep["_output"][-1500:])
+        assert rep["culprits"] == [] and rep["diagnostics"] == []
 
 
 # --------------------------------------------------------------------------------------------------------------

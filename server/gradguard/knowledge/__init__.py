@@ -34,6 +34,15 @@ Each entry (all keys optional but ``kind``):
   when_number       {arg: {saves, saves_output, differs}}: what is saved when ``arg`` is a Python number
   train_kwarg_default  default of the ``training`` flag of functional dropouts
   returns_tuple     the callable returns a tuple of tensors (topk, sort, max(dim), LSTM): unpacking is not unbinding
+  cuda              what differs on CUDA (an overlay of the fields above, with its ``source``): cuDNN RNNs save
+                    their output, fused RMSNorm saves its weight, ``.cpu()`` copies. See ``devices`` at the top level
+                    for whether CUDA facts were probed or derived from torch's sources.
+
+Devices: the entries hold the CPU facts; ``Knowledge(device=None)`` (what the analysis uses unless it knows the
+device) merges every device's overlay in, so that a tensor saved on any device the code may run on counts as
+saved. Versions: the packaged table is exact for the torch it was generated with (``torch_version``);
+``gradguard knowledge --regenerate`` writes a table for the installed torch to the user's cache
+(:func:`cached_table_path`), and :func:`load` prefers it.
 """
 
 from __future__ import annotations
@@ -72,7 +81,9 @@ class OpInfo:
     output_requires_grad: bool = True  # False: the result never requires grad (zeros_like, argmax, new_empty)
     n_outputs: int = 0  # for ops returning a tuple (max(dim): values, indices)
     grad_from: tuple[str, ...] | None = None  # the args whose grad the result inherits (None: all of them)
-    saved_output_indices: tuple[int, ...] = ()  # which of those outputs backward reads
+    # for callables returning a tuple: which elements are the saved output (max(dim): [1], the indices;
+    # nn.LSTM: [0], the output sequence)
+    saved_output_indices: tuple[int, ...] = ()
 
     @staticmethod
     def from_json(name: str, d: Mapping[str, Any]) -> OpInfo:
@@ -100,7 +111,7 @@ class OpInfo:
             output_requires_grad=bool(d.get("output_requires_grad", True)),
             n_outputs=int(d.get("n_outputs", 0)),
             grad_from=tuple(d["grad_from"]) if "grad_from" in d else None,
-            saved_output_indices=tuple(int(i) for i in d.get("saved_output_indices", ())),
+            saved_output_indices=tuple(int(i) for i in d.get("saved_output_indices") or ()),
         )
 
     def saved_args(self, requires_grad: Mapping[str, bool]) -> list[str]:
@@ -115,17 +126,73 @@ class OpInfo:
         return bool(self.saves_output) or any(self.saves.values())
 
 
+def _union(into: list[str], more: Any) -> list[str]:
+    for c in more or ():
+        if c not in into:
+            into.append(c)
+    return into
+
+
+def merge_devices(entry: Mapping[str, Any], overlays: Mapping[str, Mapping[str, Any]],
+                  device: str | None) -> dict[str, Any]:
+    """One entry's facts for ``device``: the CPU facts (the entry itself) with that device's overlay applied; for
+    ``device=None`` (not known statically) the union over every device: saved on any device counts as saved, a
+    view on any device counts as a view, written on any device counts as written."""
+    out = {k: v for k, v in entry.items() if k not in overlays}
+    if device == "cpu" or not overlays:
+        return out
+    if device is not None:
+        ov = overlays.get(device)
+        if ov:
+            out.update({k: v for k, v in ov.items() if k != "source"})
+        return out
+    saves = {k: list(v) for k, v in (out.get("saves") or {}).items()}
+    saves_output = list(out.get("saves_output") or [])
+    indices = list(out.get("saved_output_indices") or [])
+    mutates = list(out.get("mutates") or [])
+    for ov in overlays.values():
+        for arg, conds in (ov.get("saves") or {}).items():
+            _union(saves.setdefault(arg, []), conds)
+        _union(saves_output, ov.get("saves_output"))
+        _union(indices, ov.get("saved_output_indices"))
+        _union(mutates, ov.get("mutates"))
+        if not out.get("view_of") and ov.get("view_of"):
+            out["view_of"] = ov["view_of"]
+        if ov.get("multi_output_view"):
+            out["multi_output_view"] = True
+    out["saves"], out["saves_output"] = saves, saves_output
+    if indices:
+        out["saved_output_indices"] = sorted(indices)
+    if mutates:
+        out["mutates"] = mutates
+    return out
+
+
 class Knowledge:
-    def __init__(self, data: Mapping[str, Any]):
+    """The table, read for one device: ``device=None`` (the default: the device is not known statically) gives the
+    union over every device the table has facts for; "cpu" or "cuda" give that device's facts."""
+
+    def __init__(self, data: Mapping[str, Any], device: str | None = None, path: str | None = None):
         self.torch_version: str = str(data.get("torch_version", "?"))
         self.raw: Mapping[str, Any] = data.get("ops", {})
+        self.devices: Mapping[str, Any] = data.get("devices") or {"cpu": {"source": "probe"}}
+        self.device = device
+        self.path = path
         self._cache: dict[str, OpInfo | None] = {}
+
+    def entry(self, name: str, device: str | None = None) -> dict[str, Any] | None:
+        """The raw facts of one entry for ``device`` (see :func:`merge_devices`)."""
+        d = self.raw.get(name)
+        if d is None:
+            return None
+        overlays = {dev: d[dev] for dev in self.devices if dev != "cpu" and isinstance(d.get(dev), Mapping)}
+        return merge_devices(d, overlays, device)
 
     def get(self, name: str) -> OpInfo | None:
         try:
             return self._cache[name]
         except KeyError:
-            d = self.raw.get(name)
+            d = self.entry(name, self.device)
             info = OpInfo.from_json(name, d) if d is not None else None
             self._cache[name] = info
             return info
@@ -145,11 +212,81 @@ class Knowledge:
         return self.get(name)
 
 
-@lru_cache(maxsize=4)
-def load(path: str = TABLE_PATH) -> Knowledge:
+# ------------------------------------------------------------------------------------------------------------
+# Which table: one regenerated for the installed torch (in the user's cache) when there is one, else the packaged
+# table. Linting never imports torch: the installed version comes from the package metadata.
+
+def cache_dir() -> str:
+    """``$GRADGUARD_CACHE_DIR``, else ``$XDG_CACHE_HOME/gradguard``, else ``~/.cache/gradguard``."""
+    explicit = os.environ.get("GRADGUARD_CACHE_DIR")
+    if explicit:
+        return explicit
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "gradguard")
+
+
+def installed_torch_version() -> str | None:
+    """The installed torch's version, from its package metadata (torch is not imported)."""
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+    except ImportError:  # pragma: no cover
+        return None
+    try:
+        return version("torch")
+    except PackageNotFoundError:
+        return None
+    except Exception:
+        return None
+
+
+def cached_table_path(torch_version: str) -> str:
+    """Where ``gradguard knowledge --regenerate`` writes the table for ``torch_version``."""
+    safe = "".join(c if c.isalnum() or c in ".+-_" else "_" for c in torch_version)
+    return os.path.join(cache_dir(), "knowledge", f"torch-{safe}.json")
+
+
+def table_path() -> str:
+    """The table the analysis uses: the cached one for the installed torch if it exists, else the packaged one."""
+    if os.environ.get("GRADGUARD_KNOWLEDGE"):
+        return os.environ["GRADGUARD_KNOWLEDGE"]
+    v = installed_torch_version()
+    if v:
+        cached = cached_table_path(v)
+        if os.path.isfile(cached):
+            return cached
+    return TABLE_PATH
+
+
+@lru_cache(maxsize=8)
+def _load(path: str, device: str | None) -> Knowledge:
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
     except FileNotFoundError:
         data = {"torch_version": "missing", "ops": {}}
-    return Knowledge(data)
+    except (OSError, ValueError):  # an unreadable cached table: fall back to the packaged one
+        if path == TABLE_PATH:
+            raise
+        return _load(TABLE_PATH, device)
+    return Knowledge(data, device=device, path=path)
+
+
+_resolved: dict[str, str] = {}
+
+
+def load(path: str | None = None, device: str | None = None) -> Knowledge:
+    """The table (``path`` or :func:`table_path`, resolved once per process), read for ``device`` (None: the
+    union over devices)."""
+    if path is None:
+        path = _resolved.get("path")
+        if path is None:
+            path = _resolved["path"] = table_path()
+    return _load(path, device)
+
+
+def _cache_clear() -> None:
+    _resolved.clear()
+    _load.cache_clear()
+
+
+load.cache_clear = _cache_clear  # type: ignore[attr-defined]

@@ -160,7 +160,7 @@ def probe_spec(spec: Spec) -> dict[str, Any]:
         entry["no_grad"] = True
     if spec.kind == "function" and E.accepts_out(spec, arg_names):
         entry["accepts_out"] = True
-    if sources:
+    if sources and E.DEVICE[0] == "cpu":  # the table's autocast facts are CPU bfloat16 autocast
         ac = E.run(spec, arg_names, set(sources), autocast=True)
         casts = ac.casts - ac.saved  # a cast copy is saved and the float32 original is not
         if ac.error:
@@ -322,9 +322,18 @@ def out_of_place_specs(specs: list[Spec]) -> list[Spec]:
     return out
 
 
-def build_entries() -> dict[str, Any]:
+def build_entries(device: str = "cpu") -> dict[str, Any]:
+    """Probe every spec on ``device`` ("cpu" or "cuda")."""
+    E.DEVICE[0] = device
+    try:
+        return _build_entries()
+    finally:
+        E.DEVICE[0] = "cpu"
+
+
+def _build_entries() -> dict[str, Any]:
     from gradguard.knowledge._derivatives import fill_from_derivatives
-    from gradguard.knowledge._specs import all_specs
+    from gradguard.knowledge._specs import Unavailable, all_specs
     from gradguard.knowledge._synth import synth_inplace_specs
 
     specs = all_specs()
@@ -333,7 +342,10 @@ def build_entries() -> dict[str, Any]:
     specs += out_of_place_specs(specs)
     table: dict[str, Any] = {}
     for spec in specs:
-        entry = probe_spec(spec)
+        try:
+            entry = probe_spec(spec)
+        except Unavailable:  # a module this torch does not have (nn.RMSNorm before 2.4)
+            continue
         if spec.optional and entry.get("source") == "failed":
             continue
         table[spec.name] = entry

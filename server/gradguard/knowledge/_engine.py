@@ -49,6 +49,10 @@ class RunResult:
     error: str | None = None
 
 
+#: The device the probe runs on ("cpu" or "cuda"); set by build_entries.
+DEVICE = ["cpu"]
+
+
 def _seed() -> None:
     """Seed the CPU generator only: torch.manual_seed also queues lazy CUDA/XPU/MTIA seeding, which records
     a Python stack trace per call (slow under pytest's deep stacks)."""
@@ -76,7 +80,7 @@ def flatten_tensors(obj: Any) -> list[torch.Tensor]:
 
 
 def _copy(template: torch.Tensor, requires_grad: bool, leaf: bool = False) -> torch.Tensor:
-    t = template.detach().clone()
+    t = template.detach().clone().to(DEVICE[0])
     if requires_grad and t.is_floating_point():
         t.requires_grad_(True)
         if not leaf:
@@ -115,7 +119,7 @@ def materialize(
             if spec.grad_params:
                 ts = []
                 for e in v:
-                    p = e.detach().clone().requires_grad_(True)
+                    p = e.detach().clone().to(DEVICE[0]).requires_grad_(True)
                     p.grad = torch.ones_like(p) * 3.0
                     ts.append(p)
             else:
@@ -130,6 +134,7 @@ def materialize(
     if spec.kind == "module":
         _seed()
         module = spec.fn()
+        module.to(DEVICE[0])
         module.train(train)
         for pname, p in module.named_parameters():
             p.requires_grad_(f"self.{pname}" in sources)
@@ -186,7 +191,7 @@ def run(
     before = _versions(call)
     snapshot = [(n, c.detach().clone()) for n, c in _candidates(call)] if not sources else []
     res = RunResult(named=call.named)
-    ctx = torch.autocast("cpu", dtype=torch.bfloat16) if autocast else contextlib.nullcontext()
+    ctx = torch.autocast(DEVICE[0], dtype=torch.bfloat16) if autocast else contextlib.nullcontext()
     try:
         with ctx, torch.autograd.graph.saved_tensors_hooks(pack, unpack):
             out = invoke(spec, call)

@@ -11,10 +11,51 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-import torch.nn.functional as F
-from torch import nn
 
 from gradguard.knowledge._engine import Inputs, Spec
+
+
+class Unavailable(AttributeError):
+    """The installed torch has no such callable (an older torch): its entry is left out of the table."""
+
+
+class _Missing:
+    """Stands for a callable the installed torch lacks; calling it raises :class:`Unavailable`."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.__name__ = name.rsplit(".", 1)[-1]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise Unavailable(f"{self.name} is not in torch {torch.__version__}")
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return _Missing(f"{self.name}.{attr}")
+
+
+class _Lenient:
+    """A torch namespace whose missing attributes are :class:`_Missing` instead of errors, so that the probe runs
+    on every torch the package accepts (``nn.RMSNorm`` and ``F.rms_norm`` only exist from torch 2.4)."""
+
+    def __init__(self, module: Any, name: str) -> None:
+        self._module = module
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        try:
+            return getattr(self._module, attr)
+        except AttributeError:
+            return _Missing(f"{self._name}.{attr}")
+
+
+def missing(spec: Spec) -> bool:
+    return isinstance(spec.fn, _Missing)
+
+
+F: Any = _Lenient(torch.nn.functional, "torch.nn.functional")
+nn: Any = _Lenient(torch.nn, "torch.nn")
 
 
 def R(*shape: int) -> torch.Tensor:
@@ -705,7 +746,7 @@ def all_specs() -> list[Spec]:
     seen: set[str] = set()
     out = []
     for s in specs:
-        if s.name in seen:
+        if s.name in seen or missing(s):
             continue
         seen.add(s.name)
         out.append(s)

@@ -53,7 +53,7 @@ def _text(info: OpInfo, raw: dict[str, Any], kb: Knowledge) -> str:
             lines.append(f"  saves `{arg}` for backward {_conds(conds, info.args)}")
     if info.saves_output:
         saved_any = True
-        idx = raw.get("saved_output_indices")
+        idx = info.saved_output_indices
         which = "the output" if not idx else "output " + ", ".join(f"[{i}]" for i in idx)
         lines.append(f"  saves {which} for backward {_conds(info.saves_output, info.args)}")
     for arg, alt in (raw.get("when_number") or {}).items():
@@ -121,4 +121,15 @@ def _text(info: OpInfo, raw: dict[str, Any], kb: Knowledge) -> str:
         lines.append(f"  not differentiable w.r.t.: {', '.join(raw['non_differentiable'])}")
     if raw.get("note"):
         lines.append(f"  note: {raw['note']}")
+    ov = raw.get("cuda")
+    if isinstance(ov, dict):
+        parts = [f"saves `{a}` {_conds(tuple(c), info.args)}" for a, c in (ov.get("saves") or {}).items() if c]
+        if ov.get("saves_output"):
+            ov_idx = ov.get("saved_output_indices")
+            which = "the output" if not ov_idx else "output " + ", ".join(f"[{i}]" for i in ov_idx)
+            parts.append(f"saves {which} {_conds(tuple(ov['saves_output']), info.args)}")
+        if "view_of" in ov and not ov["view_of"]:
+            parts.append("returns a new tensor (a copy), not a view")
+        lines.append(f"  on CUDA: {'; '.join(parts) or 'differs'} [{ov.get('source', '?')}]; the facts above hold "
+                     "on any device (saved on one device counts as saved)")
     return "\n".join(lines)

@@ -72,7 +72,8 @@ _USER_FILES: set[str] = set()
 
 _LOG_MAX = 50_000
 _log: collections.deque = collections.deque(maxlen=_LOG_MAX)
-_stats = {"ops": 0, "writes": 0}
+_stats = {"ops": 0, "writes": 0, "optimizer_steps_untraced": 0}
+_RESTORED: set[str] = set()  # ops run with ADInplaceOrView re-enabled (see _needs_restore)
 _incidents: list[dict[str, Any]] = []
 _enabled = [True]
 _tracer_state: dict[str, Any] = {"installed": False, "error": None}
@@ -274,6 +275,17 @@ def _frames_from_formatted(stack: list[str]) -> list[dict[str, Any]]:
 # The write log.
 
 _WRITE_SPEC: dict[Any, tuple] = {}
+# In-place ATen ops that return nothing and have no ADInplaceOrView kernel (``_foreach_add_``, ``_fused_adam_``...)
+# rely on the ops their kernels call to bump version counters: torch's autograd kernel for them redispatches with
+# ``AutoDispatchBelowAutograd`` (not ``...BelowADInplaceOrView``), so on CPU the ``add_`` calls that
+# ``_foreach_add_`` loops over each bump one tensor's version. A dispatch mode sees the op below that point, and
+# torch runs what the mode calls with every key above Python excluded, ADInplaceOrView included: those inner calls
+# would bump nothing, and an in-place error would silently vanish. For exactly those ops the write log calls the op
+# with ADInplaceOrView enabled again, the state torch's own kernel leaves it in. (Ops that return tensors are
+# redispatched with ``...BelowADInplaceOrView`` by torch itself and run as the mode calls them.) The same holds for
+# composite ops that reach the mode undecomposed, which happens under inference mode: their decomposition runs with
+# ADInplaceOrView active without the doctor (a ``view_as`` made there is a view, with inference-mode view rules).
+_RESTORE: dict[Any, bool] = {}
 
 
 def _write_spec(func: Any) -> tuple:
@@ -288,6 +300,23 @@ def _write_spec(func: Any) -> tuple:
     out = tuple(spec)
     _WRITE_SPEC[func] = out
     return out
+
+
+def _needs_restore(torch: Any, func: Any, spec: tuple) -> bool:
+    restore = False
+    try:
+        name = func.name()
+        has = torch._C._dispatch_has_kernel_for_dispatch_key
+        if has(name, "CompositeImplicitAutograd"):
+            # Reaches the mode undecomposed only where autograd is switched off (inference mode): torch would run
+            # the decomposition with ADInplaceOrView active (``view_as`` returns a view of its input there).
+            restore = True
+        elif spec and not len(func._schema.returns):
+            restore = not has(name, "ADInplaceOrView")
+    except Exception:
+        restore = False
+    _RESTORE[func] = restore
+    return restore
 
 
 def _log_one(torch: Any, t: Any, op: str, argname: str, frame: Any) -> None:
@@ -468,10 +497,142 @@ def _incident_from_backward(torch: Any, exc: BaseException, roots: Any, frame: A
                     w["module"] = {"type": module[0], "constructed_at": _frames_json(module[1])}
                 inc["writes"].append(w)
         inc["others"] = len(broken) - 1
+    else:
+        _incident_from_versions(inc, m)
     _incidents.append(inc)
 
 
+def _incident_from_versions(inc: dict[str, Any], m: re.Match) -> None:
+    """The saved tensor is not reachable from the graph (an in-place op on a view saved its result, and that
+    node now hides inside a CopySlices): find the storage from the write log instead, as the one whose logged
+    writes moved a version counter from the expected version to the one torch found, preferring a tensor of the
+    shape torch names. The node anomaly mode blames gives the saving op's stack."""
+    expected, actual = int(m.group("expected")), int(m.group("actual"))
+    shape = [int(x) for x in m.group("shape").replace(" ", "").split(",") if x]
+    blamed = _last_anomaly[0] if _last_anomaly else None
+    best: tuple | None = None
+    tried: set[int] = set()
+    for rank, ev in enumerate(reversed(_log)):
+        if rank > 5000 or ev[1] != actual - 1 or ev[0] in tried:
+            continue
+        tried.add(ev[0])
+        chain = _writes_for(ev[0], actual, expected)
+        if len(chain) != actual - expected:
+            continue
+        score = (list(ev[4]) == shape, -rank)
+        if best is None or score > best[0]:
+            best = (score, ev[0], chain)
+    if best is None:
+        if blamed:
+            inc["node"], inc["saved_by"] = blamed[0], blamed[1]
+        return
+    _, key, chain = best
+    inc["inferred"] = "from the write log (the saved tensor is not reachable from the graph)"
+    inc["tensor"] = {**inc["tensor"], "dtype": chain[-1][5].replace("torch.", "")}
+    for ev in chain:
+        _, vb, op, argname, shp, dtype, fchain, via, module = ev
+        w = {"op": op, "arg": argname, "version_before": vb, "shape": list(shp),
+             "dtype": dtype.replace("torch.", ""), "frames": _frames_json(fchain), "via": list(via)}
+        if module is not None:
+            w["module"] = {"type": module[0], "constructed_at": _frames_json(module[1])}
+        inc["writes"].append(w)
+    if blamed:
+        inc["node"], inc["saved_by"] = blamed[0], blamed[1]
+    if not blamed or "CopySlices" in blamed[0]:
+        for ev in reversed(_log):  # the write that produced the saved version: an in-place op saving its result
+            if ev[0] == key and ev[1] == expected - 1:
+                inc["node"] = ev[2]
+                if not blamed:
+                    inc["saved_by"] = _frames_json(ev[6])
+                break
+
+
 _exc_refs: list[BaseException] = []
+
+_LEAKY_NODES = ("LeakyReluBackward1", "RreluWithNoiseBackward1")
+
+
+def _negative_slope(node: Any) -> float | None:
+    try:
+        if node.name() == "LeakyReluBackward1":
+            return float(node._saved_negative_slope)
+        if not node._saved_training:  # rrelu_ in eval: leaky_relu_ with the mean slope
+            return (float(node._saved_lower) + float(node._saved_upper)) / 2
+    except Exception:
+        pass
+    return None
+
+
+def _leaky_relu_incident(torch: Any, exc: BaseException, roots: Any, frame: Any) -> None:
+    """In-place leaky_relu_/rrelu_ with a negative slope cannot be differentiated; torch only finds out in
+    backward. The node that failed says where the in-place call ran (anomaly mode recorded its forward stack)."""
+    nodes = []
+    for r in roots if isinstance(roots, (list, tuple)) else (roots,):
+        n = getattr(r, "grad_fn", None) if isinstance(r, torch.Tensor) else getattr(r, "node", None)
+        if n is not None:
+            nodes.append(n)
+    seen: set[int] = set()
+    found = []
+    while nodes and len(seen) < 300_000:
+        node = nodes.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        try:
+            name = node.name()
+        except Exception:
+            name = ""
+        if name in _LEAKY_NODES:
+            slope = _negative_slope(node)
+            if slope is not None and slope < 0:
+                found.append((node, name, slope))
+        try:
+            nxt = node.next_functions
+        except Exception:
+            nxt = ()
+        for child, _ in nxt:
+            if child is not None and id(child) not in seen:
+                nodes.append(child)
+    if not found:
+        return
+    node, name, slope = found[0]
+    try:
+        tb = list(node.metadata.get("traceback_") or [])
+    except Exception:
+        tb = []
+    made = _frames_from_formatted(tb)
+    op = "rrelu_" if name.startswith("Rrelu") else "leaky_relu_"
+    inc: dict[str, Any] = {"kind": "leaky_relu", "exc_id": id(exc), "message": str(exc).split("\n")[0],
+                           "raised_at": made, "backward_at": _frames_json(_walk(frame)), "origin": [],
+                           "receiver": None, "op": op, "negative_slope": slope, "node": name}
+    if made:
+        user = next((f for f in made if f["kind"] == "user"), None)
+        if user is not None:
+            try:
+                tree = ast.parse("".join(linecache.getlines(user["path"])))
+                stmt = _stmt_at(tree, user["line"])
+                cands = _inplace_receivers(stmt) if stmt is not None else []
+                if cands:
+                    inc["receiver"] = ast.unparse(cands[0][0])
+                    inc["op"] = cands[0][1]
+            except Exception:
+                pass
+    try:  # the logged write of that in-place call (for nn.LeakyReLU(inplace=True): where it was constructed)
+        t = node._raw_saved_result.data
+        key = t.untyped_storage().data_ptr()
+        for ev in reversed(_log):
+            if ev[0] == key and ev[2] in ("leaky_relu_", "rrelu_with_noise_"):
+                _, vb, w_op, argname, shape, dtype, chain, via, module = ev
+                w = {"op": w_op, "arg": argname, "version_before": vb, "shape": list(shape),
+                     "dtype": dtype.replace("torch.", ""), "frames": _frames_json(chain), "via": list(via)}
+                if module is not None:
+                    w["module"] = {"type": module[0], "constructed_at": _frames_json(module[1])}
+                inc["writes"] = [w]
+                break
+    except Exception:
+        pass
+    _exc_refs.append(exc)
+    _incidents.append(inc)
 
 
 def _wrap_engine(torch: Any) -> None:
@@ -484,6 +645,7 @@ def _wrap_engine(torch: Any) -> None:
 
     def _engine_run_backward(t_outputs: Any, *args: Any, **kwargs: Any) -> Any:
         try:
+            _last_anomaly.clear()
             mode = _tracer_state.get("mode")
             if mode is not None and _get_current_dispatch_mode() is mode:
                 # The backward pass itself runs without the write log (half the ops, none of the user's writes).
@@ -491,9 +653,13 @@ def _wrap_engine(torch: Any) -> None:
                     return orig(t_outputs, *args, **kwargs)
             return orig(t_outputs, *args, **kwargs)
         except RuntimeError as exc:
-            if _enabled[0] and INPLACE_MSG in str(exc):
+            if _enabled[0]:
+                text = str(exc)
                 try:
-                    _incident_from_backward(torch, exc, t_outputs, sys._getframe(1))
+                    if INPLACE_MSG in text:
+                        _incident_from_backward(torch, exc, t_outputs, sys._getframe(1))
+                    elif family_of(text) == "leaky_relu":
+                        _leaky_relu_incident(torch, exc, t_outputs, sys._getframe(1))
                 except Exception:
                     pass
             raise
@@ -505,7 +671,38 @@ def _wrap_engine(torch: Any) -> None:
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# Forward-time errors (leaf / view modified in place): explained from the traceback of the uncaught exception.
+# Errors raised at the in-place call itself (a leaf, a view, an inference tensor, out=, a custom Function's
+# mark_dirty, a pack hook...): explained from the traceback of the uncaught exception, the script's frame and the
+# write log.
+
+# (a piece of torch's message, the family), most specific first. report.py names and fixes each family.
+FAMILIES: tuple[tuple[str, str], ...] = (
+    ("its base or another view of its base has been modified inplace", "base_modified"),
+    ("created inside a custom Function", "custom_view"),
+    ("a view of a leaf Variable that requires grad is being used in an in-place operation", "view_of_leaf"),
+    ("a leaf Variable that requires grad is being used in an in-place operation", "leaf"),
+    ("a leaf Variable that requires grad has been used in an in-place operation", "dirty_leaf"),
+    ("created in no_grad mode and is being modified inplace", "no_grad_view"),
+    ("created in inference mode and is being modified inplace", "inference_view"),
+    ("is a view and is being modified inplace", "view"),
+    ("If your Function modifies inplace an input that is a view of another Tensor", "dirty_view"),
+    ("marked as dirty during the forward method were not returned as output", "dirty_unreturned"),
+    ("functions with out=... arguments don't support automatic differentiation", "out"),
+    ("A saved tensor pack hook is modifying its input in place", "pack_hook"),
+    ("Inplace update to inference tensor outside InferenceMode", "inference"),
+    ("Inference tensors cannot be saved for backward", "inference_saved"),
+    ("Can't detach views in-place", "detach_view"),
+    ("cannot resize variables that require grad", "resize"),
+    ("In-place leakyReLu backward calculation is triggered with a negative slope", "leaky_relu"),
+)
+
+
+def family_of(message: str) -> str | None:
+    for piece, kind in FAMILIES:
+        if piece in message:
+            return kind
+    return None
+
 
 def _stmt_at(tree: ast.AST, line: int) -> ast.stmt | None:
     best = None
@@ -520,9 +717,23 @@ _AUG = {"Add": "+=", "Sub": "-=", "Mult": "*=", "Div": "/=", "FloorDiv": "//=", 
         "MatMult": "@=", "BitAnd": "&=", "BitOr": "|=", "BitXor": "^=", "LShift": "<<=", "RShift": ">>="}
 
 
-def _inplace_receivers(stmt: ast.stmt) -> list[tuple[ast.expr, str, ast.AST]]:
-    """(receiver expression, op text, node) of the in-place operations in one statement."""
+def _inplace_receivers(stmt: ast.AST, kind: str = "") -> list[tuple[ast.expr, str, ast.AST]]:
+    """(receiver expression, op text, node) of the in-place operations in one statement (for ``out``: the
+    ``out=`` targets; for a custom Function's mark_dirty: the tensors passed to ``X.apply``)."""
     out: list[tuple[ast.expr, str, ast.AST]] = []
+    if kind == "out":
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call):
+                for kw in node.keywords:
+                    if kw.arg == "out":
+                        out.append((kw.value, f"{ast.unparse(node.func)}(out=...)", node))
+        return out
+    if kind.startswith("dirty_"):
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "apply":
+                for a in node.args:
+                    out.append((a, ast.unparse(node.func), node))
+        return out
     if isinstance(stmt, ast.AugAssign):
         out.append((stmt.target, _AUG.get(type(stmt.op).__name__, "augmented assignment"), stmt))
     if isinstance(stmt, ast.Assign):
@@ -533,7 +744,14 @@ def _inplace_receivers(stmt: ast.stmt) -> list[tuple[ast.expr, str, ast.AST]]:
         if isinstance(node, ast.Call):
             f = node.func
             if isinstance(f, ast.Attribute) and f.attr.endswith("_") and not f.attr.endswith("__"):
-                out.append((f.value, f.attr, node))
+                owner = (_root_name(f.value) or "").split(".")[0]
+                if owner in ("torch", "F", "nn", "functional"):
+                    if node.args:  # torch.relu_(x), F.leaky_relu_(x), torch.nn.functional.relu_(x)
+                        out.append((node.args[0], ast.unparse(f), node))
+                else:
+                    out.append((f.value, f.attr, node))
+            elif isinstance(f, ast.Name) and f.id.endswith("_") and not f.id.endswith("__") and node.args:
+                out.append((node.args[0], f.id, node))  # from torch import relu_
             for kw in node.keywords:
                 if kw.arg == "inplace" and isinstance(kw.value, ast.Constant) and kw.value.value is True and node.args:
                     out.append((node.args[0], ast.unparse(f), node))
@@ -541,6 +759,8 @@ def _inplace_receivers(stmt: ast.stmt) -> list[tuple[ast.expr, str, ast.AST]]:
 
 
 def _safe_eval(expr: ast.expr, frame: Any) -> Any:
+    """Evaluate a name, attribute chain or constant subscript of a list/tuple/dict in ``frame``; nothing that can
+    run user code (no calls, no ``__getitem__`` of other types, no properties beyond plain attribute access)."""
     if isinstance(expr, ast.Name):
         for ns in (frame.f_locals, frame.f_globals, frame.f_builtins):
             if expr.id in ns:
@@ -560,32 +780,210 @@ def _safe_eval(expr: ast.expr, frame: Any) -> Any:
     raise LookupError("unsupported")
 
 
-def _find_assignment(tree: ast.AST, text: str, before: int) -> int | None:
-    best = None
+def _root_name(expr: ast.expr) -> str | None:
+    """``out`` for ``out[0]``, ``self.h`` for ``self.h[1]``; None for calls and other expressions."""
+    while isinstance(expr, ast.Subscript):
+        expr = expr.value
+    if isinstance(expr, (ast.Name, ast.Attribute)):
+        try:
+            text = ast.unparse(expr)
+        except Exception:
+            return None
+        return text if re.fullmatch(r"[\w.]+", text) else None
+    return None
+
+
+def _walk_scope(scope: ast.AST) -> list[ast.AST]:
+    """The nodes of one scope: a function's body or the module's, without nested functions and classes."""
+    out: list[ast.AST] = []
+    todo = list(ast.iter_child_nodes(scope))
+    while todo:
+        node = todo.pop()
+        out.append(node)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def _scopes_at(tree: ast.AST, line: int) -> list[ast.AST]:
+    """The function scopes holding ``line``, innermost first, then the module."""
+    funcs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+             and n.lineno <= line <= (n.end_lineno or n.lineno)]
+    funcs.sort(key=lambda n: n.lineno, reverse=True)
+    return [*funcs, tree]
+
+
+def _find_assignment(tree: ast.AST, text: str, before: int) -> ast.AST | None:
+    """The last statement before line ``before`` that assigns ``text`` (a name or attribute chain), in the
+    innermost scope that has one."""
+    for scope in _scopes_at(tree, before):
+        best: ast.AST | None = None
+        for node in _walk_scope(scope):
+            targets: list[ast.expr] = []
+            if isinstance(node, ast.Assign):
+                targets = list(node.targets)
+            elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+                targets = [node.target]
+            elif isinstance(node, ast.For):
+                targets = [node.target]
+            elif isinstance(node, ast.With):
+                targets = [i.optional_vars for i in node.items if i.optional_vars is not None]
+            for t in targets:
+                for sub in ast.walk(t):
+                    if isinstance(sub, (ast.Name, ast.Attribute)) and ast.unparse(sub) == text:
+                        line = getattr(node, "lineno", None)
+                        if line is not None and line < before and (best is None or line > getattr(best, "lineno", 0)):
+                            best = node
+        if best is not None:
+            return best
+    return None
+
+
+_GRAD_OFF = re.compile(r"\b(no_grad|inference_mode|set_grad_enabled\s*\(\s*False)")
+
+
+def _grad_block(tree: ast.AST, line: int) -> str | None:
+    """'no_grad' / 'inference_mode' when line ``line`` runs inside such a ``with`` block (innermost wins)."""
+    found: tuple[int, str] | None = None
     for node in ast.walk(tree):
-        targets: list[ast.expr] = []
-        if isinstance(node, ast.Assign):
-            targets = list(node.targets)
-        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
-            targets = [node.target]
-        elif isinstance(node, (ast.For, ast.comprehension)):
-            targets = [node.target]
-        for t in targets:
-            for sub in ast.walk(t):
-                if isinstance(sub, (ast.Name, ast.Attribute)) and ast.unparse(sub) == text:
-                    line = getattr(node, "lineno", None) or getattr(t, "lineno", None)
-                    if line is not None and line < before and (best is None or line > best):
-                        best = line
-    return best
+        if isinstance(node, (ast.With, ast.AsyncWith)) and node.body:
+            if not (node.body[0].lineno <= line <= (node.end_lineno or node.lineno)):
+                continue
+            for item in node.items:
+                text = ast.unparse(item.context_expr)
+                m = _GRAD_OFF.search(text)
+                if m and (found is None or node.lineno > found[0]):
+                    mode = "inference_mode" if "inference_mode" in text else "no_grad"
+                    if "inference_mode" in text and re.search(r"inference_mode\s*\(\s*(mode\s*=\s*)?False", text):
+                        continue
+                    found = (node.lineno, mode)
+    return found[1] if found else None
+
+
+def _src_frame(path: str, line: int, func: str = "<module>") -> dict[str, Any]:
+    code_line = linecache.getline(path, line)
+    stripped = code_line.rstrip("\r\n")
+    return {"path": os.path.abspath(path), "line": line, "column": len(stripped) - len(stripped.lstrip()) + 1,
+            "end_line": line, "end_column": len(stripped) + 1, "func": func, "kind": "user",
+            "code": stripped.strip()}
+
+
+def _name_of(val: Any, frame: Any) -> str | None:
+    """A name under which ``frame`` holds this very object (locals first, then module globals)."""
+    try:
+        for ns in (frame.f_locals, frame.f_globals):
+            for k, v in ns.items():
+                if v is val and not k.startswith("__"):
+                    return k
+    except Exception:
+        pass
+    return None
+
+
+def _assignment_origin(tree: ast.AST, path: str, text: str | None, line: int, func: str) -> dict[str, Any] | None:
+    """Where ``text`` was last assigned before ``line``, and whether that ran under no_grad / inference_mode."""
+    if not text:
+        return None
+    node = _find_assignment(tree, text, line)
+    if node is None:
+        return None
+    fr = _src_frame(path, getattr(node, "lineno", line), func)
+    block = _grad_block(tree, getattr(node, "lineno", line))
+    if block:
+        fr["under"] = block
+    return fr
+
+
+def _tensor_facts(torch: Any, val: Any, frame: Any, tree: ast.AST | None, path: str, line: int,
+                  text: str | None) -> dict[str, Any]:
+    """What the doctor can tell about the tensor an in-place op was applied to: leaf, parameter, inference
+    tensor, view (of which base, made where), and where it came from."""
+    facts: dict[str, Any] = {"tensor": _describe_tensor(val)}
+    t = facts["tensor"]
+    for key, get in (("is_leaf", lambda: val.is_leaf), ("requires_grad", lambda: val.requires_grad),
+                     ("inference", lambda: val.is_inference()), ("is_view", lambda: val._is_view())):
+        try:
+            t[key] = bool(get())
+        except Exception:
+            pass
+    facts["is_parameter"] = isinstance(val, torch.nn.Parameter)
+    func = frame.f_code.co_name
+    origin: list[dict[str, Any]] = []
+    try:
+        gf = val.grad_fn
+    except Exception:
+        gf = None
+    if gf is not None:
+        facts["view_of"] = gf.name()
+        try:
+            origin = _frames_from_formatted(list(gf.metadata.get("traceback_") or []))
+        except Exception:
+            origin = []
+    if not origin and tree is not None:
+        o = _assignment_origin(tree, path, text, line, func)
+        if o is not None:
+            origin = [o]
+    elif origin and tree is not None and text:
+        o = _assignment_origin(tree, path, text, line, func)
+        if o is not None and o.get("under"):
+            origin[0] = {**origin[0], "under": o["under"]}
+    facts["origin"] = origin
+    try:
+        base = val._base
+    except Exception:
+        base = None
+    if base is not None:
+        bname = _name_of(base, frame)
+        b: dict[str, Any] = {"name": bname, "tensor": _describe_tensor(base)}
+        try:
+            b["tensor"]["is_leaf"] = bool(base.is_leaf)
+            b["tensor"]["requires_grad"] = bool(base.requires_grad)
+            b["tensor"]["inference"] = bool(base.is_inference())
+        except Exception:
+            pass
+        if tree is not None and bname:
+            o = _assignment_origin(tree, path, bname, line, func)
+            if o is not None:
+                b["origin"] = [o]
+        facts["base"] = b
+    return facts
+
+
+def _newest_user_write() -> dict[str, Any] | None:
+    """The most recent logged write made from the user's code (a pack hook's ``x += 1``)."""
+    for ev in reversed(_log):
+        chain = ev[6]
+        if chain and chain[-1][3] == _USER:
+            _, vb, op, argname, shape, dtype, chain, via, _module = ev
+            return {"op": op, "arg": argname, "version_before": vb, "shape": list(shape),
+                    "dtype": dtype.replace("torch.", ""), "frames": _frames_json(chain), "via": list(via)}
+    return None
+
+
+def _function_sites(cls: Any, needle: str) -> list[dict[str, Any]]:
+    """Lines of ``cls.forward`` that contain ``needle`` (``mark_dirty``), as frames."""
+    try:
+        fwd = cls.forward
+        code = getattr(fwd, "__code__", None) or getattr(getattr(fwd, "__func__", None), "__code__", None)
+        if code is None:
+            return []
+        path = code.co_filename
+        out = []
+        lines = linecache.getlines(path)
+        end = max((ln for _, _, ln in code.co_lines() if ln), default=code.co_firstlineno)
+        for ln in range(code.co_firstlineno, min(end, len(lines)) + 1):
+            if needle in lines[ln - 1]:
+                out.append(_src_frame(path, ln, "forward"))
+        return out
+    except Exception:
+        return []
 
 
 def _forward_incident(torch: Any, exc: BaseException, tb: Any) -> None:
     msg = str(exc)
-    if LEAF_MSG in msg or VIEW_LEAF_MSG in msg:
-        kind = "leaf" if LEAF_MSG in msg and VIEW_LEAF_MSG not in msg else "view_of_leaf"
-    elif VIEW_MSG in msg:
-        kind = "view"
-    else:
+    kind = family_of(msg)
+    if kind is None or kind == "leaky_relu":  # leaky_relu: explained from the graph when backward raises
         return
     frames = []
     t = tb
@@ -605,7 +1003,16 @@ def _forward_incident(torch: Any, exc: BaseException, tb: Any) -> None:
             break
     inc: dict[str, Any] = {"kind": kind, "exc_id": id(exc), "message": msg.split("\n")[0],
                            "raised_at": _frames_json(tuple(chain)), "origin": [], "receiver": None, "op": None}
+    m = re.search(r"Output (\d+) of (\w+) is a view", msg)
+    if m:
+        inc["view_of"] = m.group(2)
+        inc["output_nr"] = int(m.group(1))
     _exc_refs.append(exc)
+    if kind == "pack_hook":
+        w = _newest_user_write()
+        if w is not None:
+            inc["writes"] = [w]
+            inc["op"] = w["op"]
     target_tb = user_tb or (frames[-1] if frames else None)
     if target_tb is not None:
         fr = target_tb.tb_frame
@@ -613,57 +1020,127 @@ def _forward_incident(torch: Any, exc: BaseException, tb: Any) -> None:
         try:
             src = "".join(linecache.getlines(path))
             tree = ast.parse(src)
-            stmt = _stmt_at(tree, target_tb.tb_lineno)
-            cands = _inplace_receivers(stmt) if stmt is not None else []
-            _, col, _, _ = _position(fr.f_code, target_tb.tb_lasti, target_tb.tb_lineno)
-            # Prefer the innermost in-place op whose span holds the failing instruction, then one whose receiver
-            # can be looked up (a name, an attribute, a list item) and is a tensor.
-            def _rank(c: tuple) -> tuple:
-                node = c[2]
-                lo = getattr(node, "col_offset", 0) + 1
-                hi = getattr(node, "end_col_offset", 0) + 1
-                same_line = getattr(node, "lineno", 0) == target_tb.tb_lineno
-                holds = same_line and lo <= col <= hi
-                return (not holds, hi - lo)
-
-            evaluated = []
-            for c in sorted(cands, key=_rank):
-                try:
-                    v = _safe_eval(c[0], fr)
-                except Exception:
-                    v = None
-                evaluated.append((c, v))
-            evaluated.sort(key=lambda cv: not isinstance(cv[1], torch.Tensor))  # stable: keeps the span order
-            for (expr, op, _node), val in evaluated:
-                if val is not None and not isinstance(val, torch.Tensor):
-                    continue
-                inc["receiver"] = ast.unparse(expr)
-                inc["op"] = op
-                if val is not None:
-                    inc["tensor"] = _describe_tensor(val)
-                    inc["tensor"]["is_leaf"] = bool(val.is_leaf)
-                    inc["tensor"]["requires_grad"] = bool(val.requires_grad)
-                    inc["is_parameter"] = isinstance(val, torch.nn.Parameter)
-                    gf = val.grad_fn
-                    if gf is not None:
-                        inc["view_of"] = gf.name()
-                        try:
-                            inc["origin"] = _frames_from_formatted(list(gf.metadata.get("traceback_") or []))
-                        except Exception:
-                            pass
-                if not inc["origin"]:
-                    line = _find_assignment(tree, inc["receiver"], target_tb.tb_lineno)
-                    if line is not None:
-                        code_line = linecache.getline(path, line)
-                        stripped = code_line.rstrip("\r\n")
-                        inc["origin"] = [{"path": os.path.abspath(path), "line": line,
-                                          "column": len(stripped) - len(stripped.lstrip()) + 1, "end_line": line,
-                                          "end_column": len(stripped) + 1, "func": fr.f_code.co_name,
-                                          "kind": "user", "code": stripped.strip()}]
-                break
+        except Exception:
+            tree = None
+        try:
+            _explain_receiver(torch, inc, kind, fr, target_tb, tree, path)
         except Exception:
             pass
     _incidents.append(inc)
+
+
+def _explain_receiver(torch: Any, inc: dict[str, Any], kind: str, fr: Any, target_tb: Any, tree: ast.AST | None,
+                      path: str) -> None:
+    if tree is None:
+        return
+    line = target_tb.tb_lineno
+    stmt = _stmt_at(tree, line)
+    if stmt is None:
+        return
+    if kind == "base_modified":
+        # a view used on this line whose base was changed in place since: the culprit is that write
+        for node in ast.walk(stmt):
+            if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(getattr(node, "ctx", None), ast.Load):
+                try:
+                    v = _safe_eval(node, fr)
+                except Exception:
+                    continue
+                if not isinstance(v, torch.Tensor) or not v._is_view():
+                    continue
+                inc["receiver"] = ast.unparse(node)
+                inc.update(_tensor_facts(torch, v, fr, tree, path, line, inc["receiver"]))
+                try:
+                    key = v.untyped_storage().data_ptr()
+                except Exception:
+                    return
+                for ev in reversed(_log):
+                    if ev[0] == key and ev[6] and ev[6][-1][3] == _USER:
+                        _, vb, op, argname, shape, dtype, chain, via, _module = ev
+                        inc["writes"] = [{"op": op, "arg": argname, "version_before": vb, "shape": list(shape),
+                                          "dtype": dtype.replace("torch.", ""), "frames": _frames_json(chain),
+                                          "via": list(via)}]
+                        inc["op"] = op
+                        break
+                return
+        return
+    if kind == "inference_saved":
+        # which of the names on that line holds an inference tensor
+        for node in ast.walk(stmt):
+            if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(getattr(node, "ctx", None), ast.Load):
+                try:
+                    v = _safe_eval(node, fr)
+                except Exception:
+                    continue
+                if isinstance(v, torch.Tensor) and v.is_inference():
+                    inc["receiver"] = ast.unparse(node)
+                    inc.update(_tensor_facts(torch, v, fr, tree, path, line, inc["receiver"]))
+                    return
+        return
+    cands = _inplace_receivers(stmt, kind)
+    _, col, _, _ = _position(fr.f_code, target_tb.tb_lasti, line)
+
+    # Prefer the innermost in-place op whose span holds the failing instruction, then one whose receiver can be
+    # looked up (a name, an attribute, a list item) and is a tensor.
+    def _rank(c: tuple) -> tuple:
+        node = c[2]
+        lo = getattr(node, "col_offset", 0) + 1
+        hi = getattr(node, "end_col_offset", 0) + 1
+        same_line = getattr(node, "lineno", 0) == line
+        holds = same_line and lo <= col <= hi
+        return (not holds, hi - lo)
+
+    evaluated = []
+    for c in sorted(cands, key=_rank):
+        try:
+            v = _safe_eval(c[0], fr)
+        except Exception:
+            v = None
+        evaluated.append((c, v))
+    evaluated.sort(key=lambda cv: not isinstance(cv[1], torch.Tensor))  # stable: keeps the span order
+    for (expr, op, node), val in evaluated:
+        if val is not None and not isinstance(val, torch.Tensor):
+            continue
+        inc["receiver"] = ast.unparse(expr)
+        if not inc.get("op"):
+            inc["op"] = op
+        text = _root_name(expr)
+        if val is not None:
+            inc.update(_tensor_facts(torch, val, fr, tree, path, line, text))
+        else:
+            o = _assignment_origin(tree, path, text, line, fr.f_code.co_name)
+            if o is not None:
+                inc["origin"] = [o]
+            if isinstance(expr, ast.Subscript):  # a[:2].add_(1): a view of `a`, made on this line
+                try:
+                    b = _safe_eval(expr.value, fr)
+                except Exception:
+                    b = None
+                if isinstance(b, torch.Tensor):
+                    bname = _root_name(expr.value)
+                    base: dict[str, Any] = {"name": bname, "tensor": _describe_tensor(b)}
+                    bo = _assignment_origin(tree, path, bname, line, fr.f_code.co_name)
+                    if bo is not None:
+                        base["origin"] = [bo]
+                    inc["base"] = base
+                    inc["origin"] = [_src_frame(path, line, fr.f_code.co_name)]
+        if kind == "out" and isinstance(node, ast.Call):
+            grads = []
+            for a in [*node.args, *[k.value for k in node.keywords]]:
+                try:
+                    v = _safe_eval(a, fr)
+                except Exception:
+                    continue
+                if isinstance(v, torch.Tensor) and v.requires_grad:
+                    grads.append(ast.unparse(a))
+            inc["requires_grad_args"] = grads
+        if kind.startswith("dirty_") and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            try:
+                cls = _safe_eval(node.func.value, fr)
+                inc["function"] = getattr(cls, "__name__", None)
+                inc["dirty_at"] = _function_sites(cls, "mark_dirty")
+            except Exception:
+                pass
+        break
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -700,12 +1177,32 @@ def install(check_nan: bool = False) -> Any:
     spec_cache = _WRITE_SPEC
     enabled = _enabled
 
+    try:
+        inplace_key = torch._C.DispatchKey.ADInplaceOrView
+        set_excluded: Any = torch._C._SetExcludeDispatchKeyGuard
+    except Exception:  # an older torch without these: ops run as the mode calls them
+        set_excluded = None
+    op_cache: dict[Any, tuple] = {}
+
+    def op_info(func: Any) -> tuple:
+        spec = spec_cache.get(func)
+        if spec is None:
+            spec = _write_spec(func)
+        restore = _needs_restore(torch, func, spec) and set_excluded is not None
+        if restore:
+            _RESTORED.add(str(func.name()).replace("aten::", ""))
+        info = (spec, restore)
+        op_cache[func] = info
+        return info
+
     class GradguardWriteLog(TorchDispatchMode):
         # Higher-order operators (flex_attention, cond, ...) pass through and run as without the mode.
         supports_higher_order_operators = True
 
         @classmethod
-        def _should_skip_dynamo(cls) -> bool:  # no torch._dynamo.disable wrapper: it costs per op (and an import)
+        def _should_skip_dynamo(cls) -> bool:
+            # No torch._dynamo.disable wrapper (it costs per op, and imports dynamo): the code object is marked
+            # "skip, recursively" for dynamo instead (_skip_dynamo), which is what that wrapper does.
             return _SKIP_DYNAMO[0]
 
         @classmethod
@@ -714,14 +1211,19 @@ def install(check_nan: bool = False) -> Any:
 
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             stats["ops"] += 1
-            spec = spec_cache.get(func)
-            if spec is None:
-                spec = _write_spec(func)
-            if spec and enabled[0]:
+            info = op_cache.get(func)
+            if info is None:
+                info = op_info(func)
+            if info[0] and enabled[0]:
                 try:
-                    _log_writes(torch, func, spec, args, kwargs)
+                    _log_writes(torch, func, info[0], args, kwargs)
                 except Exception:
                     pass
+            if info[1]:
+                with set_excluded(inplace_key, False):
+                    if kwargs:
+                        return func(*args, **kwargs)
+                    return func(*args)
             if kwargs:
                 return func(*args, **kwargs)
             return func(*args)
@@ -734,9 +1236,146 @@ def install(check_nan: bool = False) -> Any:
         enabled[0] = False
 
     os.register_at_fork(after_in_child=_in_child)
+    _suspend_in_optimizer_steps(torch, mode)
+    _tracer_state["dynamo_skip"] = _skip_dynamo(GradguardWriteLog.__torch_dispatch__.__code__)
     _tracer_state["installed"] = True
     _tracer_state["mode"] = mode
     return mode
+
+
+def _suspend_in_optimizer_steps(torch: Any, mode: Any) -> None:
+    """``optimizer.step()`` runs without the write log; the versions of the parameters (and their grads) before
+    and after it stand in for its writes.
+
+    An optimizer step is hundreds of small ATen ops (Adam: about fifteen per parameter) and no autograd nodes, so
+    under the write log it would cost more than the whole forward pass under anomaly mode. Only one fact about it
+    matters to the diagnosis: which tensors a graph may have saved (parameters, their views, their grads) moved
+    from which version to which, and from which line. Without the mode the step runs exactly as without the
+    doctor. Steps given a closure (LBFGS: the closure runs forward and backward) stay traced."""
+    try:
+        from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+        from torch.utils._python_dispatch import _get_current_dispatch_mode, _pop_mode, _push_mode
+    except Exception:
+        return
+    compiler = getattr(torch, "compiler", None)
+    compiling = getattr(compiler, "is_compiling", None) or (lambda: False)
+    pending: list[Any] = []
+
+    def pre(opt: Any, args: Any, kwargs: Any) -> None:
+        if compiling():
+            return None
+        try:
+            caller = sys._getframe(1)
+            if pending and pending[-1] is not None:
+                outer = pending[-1][4]
+                f: Any = caller
+                while f is not None and f is not outer:
+                    f = f.f_back
+                if f is not None:  # a step inside a step (Lookahead...): the outer one already runs untraced
+                    pending.append(None)
+                    return None
+                if _get_current_dispatch_mode() is not mode:
+                    _push_mode(mode)  # an earlier step raised before its post hook: trace again
+                pending.clear()
+            rec = None
+            closure = len(args) > 1 or (kwargs or {}).get("closure") is not None
+            if _enabled[0] and not closure and _get_current_dispatch_mode() is mode:
+                before = []
+                for group in opt.param_groups:
+                    for p in group["params"]:
+                        if isinstance(p, torch.Tensor):
+                            before.append((p, p._version))
+                            g = p.grad
+                            if g is not None:
+                                before.append((g, g._version))
+                chain, via, _ = _walk_write(caller)
+                _pop_mode()
+                rec = (before, chain, via, f"{type(opt).__name__}.step", caller)
+            pending.append(rec)
+        except Exception:
+            pass
+        return None
+
+    def post(opt: Any, args: Any, kwargs: Any) -> None:
+        if compiling():
+            return
+        try:
+            rec = pending.pop() if pending else None
+            if rec is None:
+                return
+            if _get_current_dispatch_mode() is not mode:
+                _push_mode(mode)
+            before, chain, via, op, _caller = rec
+            _stats["optimizer_steps_untraced"] += 1
+            for t, v0 in before:
+                v1 = t._version
+                if v1 == v0:
+                    continue
+                key = t.untyped_storage().data_ptr()
+                shape, dtype = tuple(t.shape), str(t.dtype)
+                for v in range(v0, v1):
+                    _stats["writes"] += 1
+                    _log.append((key, v, op, "param", shape, dtype, chain, via, None))
+        except Exception:
+            pass
+
+    register_optimizer_step_pre_hook(pre)
+    register_optimizer_step_post_hook(post)
+
+
+def _own_codes() -> list[Any]:
+    """Every code object defined in this file (functions, methods, closures, nested functions)."""
+    out: list[Any] = []
+    seen: set[int] = set()
+
+    def add(code: Any) -> None:
+        if id(code) in seen or getattr(code, "co_filename", None) != _HERE:
+            return
+        seen.add(id(code))
+        out.append(code)
+        for c in code.co_consts:
+            if isinstance(c, types.CodeType):
+                add(c)
+
+    for v in list(globals().values()):
+        if isinstance(v, types.FunctionType):
+            add(v.__code__)
+        elif isinstance(v, type):
+            for m in vars(v).values():
+                f = getattr(m, "__func__", m)
+                if isinstance(f, types.FunctionType):
+                    add(f.__code__)
+    return out
+
+
+def _skip_dynamo(dispatch_code: Any) -> str:
+    """Tell torch.compile never to compile the doctor's own frames.
+
+    Without the doctor these frames do not exist; when a compiled function falls back to eager (a graph break),
+    dynamo would otherwise try to compile them as user code: the write log's ``__torch_dispatch__`` would be
+    compiled around each ATen op (an ``nn.LSTM`` then runs as an Inductor kernel and fails in
+    ``assert_size_stride``). The dispatch frame is skipped with everything it calls (what
+    ``torch._dynamo.disable(recursive=True)`` does, at no per-op cost); the other frames (the backward wrapper,
+    the ``nn.Module.__init__`` wrapper, warnings) only themselves, so that what they call is treated as without
+    the doctor."""
+    try:
+        from torch._C._dynamo import eval_frame as ef
+
+        skip_all = ef._FrameExecStrategy(ef._FrameAction.SKIP, ef._FrameAction.SKIP)
+        skip_one = ef._FrameExecStrategy(ef._FrameAction.SKIP, ef._FrameAction.DEFAULT)
+        for code in _own_codes():
+            ef.set_code_exec_strategy(code, skip_all if code is dispatch_code else skip_one)
+        return "code-exec-strategy"
+    except Exception:
+        pass
+    try:  # older torch: skip each frame (not what it calls)
+        from torch._C._dynamo.eval_frame import skip_code  # type: ignore[attr-defined]
+
+        for code in _own_codes():
+            skip_code(code)
+        return "skip-code"
+    except Exception:
+        return "none"
 
 
 def _clean_anomaly_text(text: str) -> str:
@@ -754,6 +1393,25 @@ def _clean_anomaly_text(text: str) -> str:
     return "\n".join(out)
 
 
+_ANOMALY_RE = re.compile(r"Error detected in (?P<node>[\w:<>.]+)\. Traceback of forward call that caused the error:")
+_last_anomaly: list[tuple[str, list[dict[str, Any]]]] = []
+
+
+def _note_anomaly(text: str) -> None:
+    """Keep the node anomaly mode blames for a failed backward, with its forward stack (the node is not always
+    reachable from the graph: an in-place op on a view hides inside a CopySlices node)."""
+    m = _ANOMALY_RE.search(text)
+    if not m:
+        return
+    entries: list[str] = []
+    for ln in text[m.end():].split("\n"):
+        if _TB_LINE.match(ln):
+            entries.append(ln + "\n")
+        elif entries and ln.startswith("    "):
+            entries[-1] += ln + "\n"
+    _last_anomaly[:] = [(m.group("node"), _frames_from_formatted(entries))]
+
+
 def _clean_anomaly_warnings() -> None:
     orig = warnings.showwarning
 
@@ -761,6 +1419,7 @@ def _clean_anomaly_warnings() -> None:
                     line: Any = None) -> Any:
         try:
             if isinstance(message, Warning) and "Traceback of forward call" in str(message):
+                _note_anomaly(str(message))
                 message = category(_clean_anomaly_text(str(message)))
         except Exception:
             pass
@@ -855,9 +1514,14 @@ def _exc_frames(tb: Any) -> list[dict[str, Any]]:
     return out[-60:]
 
 
-def _calibrate(torch: Any, ops: int, depth: int = 12, n: int = 40) -> dict[str, Any]:
+def _calibrate(torch: Any, ops: int, depth: int = 12, n: int = 100, rounds: int = 5) -> dict[str, Any]:
     """Estimate what the doctor cost this run: the per-op time of a small autograd op with the doctor on (anomaly
-    mode + write log) and off, at a typical stack depth, times the number of ops the script ran."""
+    mode + write log) and off, at a typical stack depth (medians of interleaved rounds), times the number of ops
+    the script ran.
+
+    Not for CUDA runs: kernels run asynchronously there, so the host-side cost overlaps GPU work and the product
+    says little about wall time (it swung between 9 and 20 s for one ResNet-18 run); it is reported as
+    ``host_overhead_s`` with ``overhead_estimate_s`` left empty."""
     from torch.utils._python_dispatch import _disable_current_modes
 
     x = torch.zeros(4, requires_grad=True)
@@ -870,18 +1534,34 @@ def _calibrate(torch: Any, ops: int, depth: int = 12, n: int = 40) -> dict[str, 
             x * 2
         return (time.perf_counter() - t0) / n
 
-    timed(depth)
-    on = min(timed(depth) for _ in range(3))
     check_nan = torch.is_anomaly_check_nan_enabled()
-    try:
-        with _disable_current_modes():
-            torch.autograd.set_detect_anomaly(False)
-            off = min(timed(depth) for _ in range(3))
-    finally:
-        torch.autograd.set_detect_anomaly(True, check_nan=check_nan)
+    on_t: list[float] = []
+    off_t: list[float] = []
+    timed(depth)
+    for _ in range(rounds):
+        on_t.append(timed(depth))
+        try:
+            with _disable_current_modes():
+                torch.autograd.set_detect_anomaly(False)
+                off_t.append(timed(depth))
+        finally:
+            torch.autograd.set_detect_anomaly(True, check_nan=check_nan)
+    on, off = sorted(on_t)[rounds // 2], sorted(off_t)[rounds // 2]
     per_op = max(0.0, on - off)
-    return {"per_op_us_plain": round(off * 1e6, 2), "per_op_us_doctor": round(on * 1e6, 2),
-            "overhead_estimate_s": round(per_op * ops, 3)}
+    out: dict[str, Any] = {"per_op_us_plain": round(off * 1e6, 2), "per_op_us_doctor": round(on * 1e6, 2)}
+    cuda = sys.modules.get("torch.cuda")
+    try:
+        used_cuda = bool(cuda is not None and cuda.is_initialized())
+    except Exception:
+        used_cuda = False
+    if used_cuda:
+        out["overhead_estimate_s"] = None
+        out["host_overhead_s"] = round(per_op * ops, 3)
+        out["overhead_note"] = ("not estimated for CUDA runs: kernels run asynchronously, so the doctor's host-side "
+                                "cost overlaps GPU work; time a few steps with and without it instead")
+    else:
+        out["overhead_estimate_s"] = round(per_op * ops, 3)
+    return out
 
 
 def _write_facts(path: str, facts: dict[str, Any]) -> None:
@@ -962,12 +1642,14 @@ def main(argv: list[str]) -> int:
         inc.pop("exc_id", None)
     facts["exit_code"] = code
     calib: dict[str, Any] = {}
-    counted = dict(_stats)
+    counted: dict[str, Any] = dict(_stats)
     if _tracer_state["installed"] and os.getpid() == _MAIN_PID:
         try:
             calib = _calibrate(sys.modules["torch"], _stats["ops"])
         except Exception:
             calib = {}
+    if _RESTORED:
+        counted["restored_ops"] = sorted(_RESTORED)
     facts["stats"] = {**counted, **calib, "elapsed_s": round(time.perf_counter() - _T0, 3),
                       "traced": bool(_tracer_state["installed"]), "tracer_error": _tracer_state["error"],
                       "torch": getattr(sys.modules.get("torch"), "__version__", None)}

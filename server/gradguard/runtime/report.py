@@ -11,14 +11,13 @@ import re
 from typing import Any
 
 from gradguard.output import display_path
+from gradguard.runtime._child import FAMILIES
 
 SOURCE = "gradguard-run"
 
-AUTOGRAD_INPLACE_MESSAGES = (
-    "modified by an inplace operation",
-    "a leaf Variable that requires grad is being used in an in-place operation",
-    "is a view and is being modified inplace",
-)
+#: Pieces of torch's messages for the autograd in-place errors the doctor explains (a version-counter error in
+#: backward, and every family raised at the in-place call).
+AUTOGRAD_INPLACE_MESSAGES = ("modified by an inplace operation", *(piece for piece, _ in FAMILIES))
 
 FIX = {
     "GG101": "make the in-place operation out of place (`x = x.mul(2)` instead of `x.mul_(2)`, `x = x + y` "
@@ -245,39 +244,190 @@ def _version_incident(inc: dict[str, Any], out: dict[str, Any]) -> None:
     out["incidents"].append(inc_summary)
 
 
+# Errors raised at the in-place call (and leaky_relu_, which torch only catches in backward): the family's rule
+# code and fix. The families are the child's (gradguard.runtime._child.FAMILIES).
+FAMILY_CODE = {
+    "leaf": "GG301", "view_of_leaf": "GG301", "dirty_leaf": "GG301", "resize": "GG301",
+    "view": "GG302", "custom_view": "GG302", "no_grad_view": "GG302", "inference_view": "GG302",
+    "detach_view": "GG302", "dirty_view": "GG302", "inference": "GG302", "inference_saved": "GG302",
+    "out": "GG104", "pack_hook": "GG101", "dirty_unreturned": "GG101", "leaky_relu": "GG102",
+    "base_modified": "GG302",
+}
+
+FAMILY_FIX = {
+    "view_of_leaf": "change the leaf only under `with torch.no_grad():`, or modify a copy (`v = v.clone()`) or "
+                    "compute the new value out of place",
+    "dirty_leaf": "pass the custom Function a copy (`Fn.apply(x.clone())`): a Function that modifies its input "
+                  "in place (`ctx.mark_dirty`) cannot be given a leaf that requires grad",
+    "resize": "resize a tensor that does not require grad (`y = x.detach().clone(); y.resize_(...)`), or build the "
+              "new shape out of place (`torch.cat`, `x.reshape`)",
+    "custom_view": "clone what the custom Function returns before modifying it in place "
+                   "(`out = Fn.apply(x).clone()`), or return a new tensor from its forward instead of a view of an "
+                   "input",
+    "no_grad_view": "make the view and the in-place change under the same grad mode: both inside the `no_grad` "
+                    "block (the change is not tracked) or both outside (it is), or modify a `.clone()` of the view",
+    "inference_view": "make the view and the in-place change both inside `torch.inference_mode()` or both outside, "
+                      "or modify a `.clone()` of the view",
+    "detach_view": "detach out of place (`v = v.detach()`): a view cannot be detached in place",
+    "dirty_view": "pass the custom Function an input that is not a view (`Fn.apply(x.clone())`), or make a Function "
+                  "that modifies its input in place return only that one tensor",
+    "inference": "modify a copy (`x = x.clone()`) outside inference mode, or do the in-place change inside "
+                 "`torch.inference_mode()`; create tensors that you will change later under `torch.no_grad()` "
+                 "instead of `inference_mode()`",
+    "inference_saved": "use a copy (`x.clone()`) of the inference tensor in computations that autograd records, or "
+                       "create it under `torch.no_grad()` instead of `torch.inference_mode()`",
+    "out": "let the op allocate its result (`x = torch.mul(a, b)`): `out=` is not differentiable, so use it only "
+           "under `torch.no_grad()` or with inputs that do not require grad",
+    "pack_hook": "do not modify the tensor a saved-tensor pack hook receives: compute out of place "
+                 "(`x = x + 1`) or pack a copy (`x.clone()`)",
+    "dirty_unreturned": "return from forward every input passed to `ctx.mark_dirty`",
+    "base_modified": "do not change the base of a view in place while the view is still used: make the view after "
+                     "the change, or change a `.clone()` of the base; views made under `no_grad`/`inference_mode` or "
+                     "returned by unbind/split/chunk cannot follow such changes",
+    "leaky_relu": "use the out-of-place form (`F.leaky_relu(x, slope)`, `nn.LeakyReLU(slope)` without "
+                  "`inplace=True`): the in-place form needs a non-negative slope, its backward reads the result",
+}
+
+
+def _where(f: dict[str, Any] | None) -> str:
+    return f" (line {f['line']})" if f else ""
+
+
+def _forward_message(inc: dict[str, Any]) -> str:
+    kind = inc["kind"]
+    op = inc.get("op") or "the in-place op"
+    recv = f"`{inc['receiver']}`" if inc.get("receiver") else "a tensor"
+    origin = _pick(inc.get("origin") or [])
+    base = inc.get("base") or {}
+    bname = f"`{base['name']}`" if base.get("name") else "another tensor"
+    bor = _pick(base.get("origin") or [])
+    under = (origin or {}).get("under") or (bor or {}).get("under")
+    if kind == "leaf":
+        what = "an nn.Parameter" if inc.get("is_parameter") else "a leaf tensor that requires grad"
+        return f"`{op}` modifies {recv} in place, {what}, outside `torch.no_grad()`"
+    if kind == "view_of_leaf":
+        return (f"`{op}` modifies {recv} in place, a view of {bname}{_where(bor)}, a leaf tensor that requires grad, "
+                "outside `torch.no_grad()`")
+    if kind == "view":
+        src = f"`{_op_from_node(inc.get('view_of'))}`" if inc.get("view_of") else "an op returning several views"
+        return (f"`{op}` modifies {recv} in place, one of the views returned by {src}{_where(origin)}: autograd "
+                "cannot rebase a view that shares its base with other outputs")
+    if kind == "custom_view":
+        return (f"`{op}` modifies {recv} in place, a view returned by a custom autograd.Function{_where(origin)}: "
+                "the in-place change would bypass that Function's own backward")
+    if kind == "no_grad_view":
+        return (f"`{op}` modifies {recv} in place with grad mode on, a view of {bname} that was made under "
+                f"`torch.no_grad()`{_where(origin)}")
+    if kind == "inference_view":
+        return (f"`{op}` modifies {recv} in place outside inference mode, a view made under "
+                f"`torch.inference_mode()`{_where(origin)}")
+    if kind == "inference":
+        made = bor if base else origin
+        of = f", a view of {bname}," if base else ""
+        where = f" created under `torch.inference_mode()`{_where(made)}" if under == "inference_mode" or not made \
+            else f" created{_where(made)}"
+        return f"`{op}` modifies {recv} in place outside inference mode: it is an inference tensor{of}{where}"
+    if kind == "inference_saved":
+        made = bor or origin
+        at = f" at line {made['line']}" if made else ""
+        return (f"{recv} is an inference tensor (created{at}"
+                f"{' under `torch.inference_mode()`' if under == 'inference_mode' else ''}): autograd cannot save it "
+                "for backward")
+    if kind == "out":
+        grads = inc.get("requires_grad_args") or []
+        why = f"{', '.join(f'`{g}`' for g in grads)} require{'s' if len(grads) == 1 else ''} grad" if grads \
+            else "an argument requires grad"
+        return f"`{op}` writes its result into {recv}, but {why}: results written with `out=` are not differentiable"
+    if kind == "pack_hook":
+        return f"`{op}` modifies in place the tensor a saved-tensor pack hook received"
+    if kind == "base_modified":
+        src = (f"a view made under `torch.{under}()`" if under else
+               f"one of the views returned by `{_op_from_node(inc['view_of'])}`" if inc.get("view_of") else "a view")
+        raised_at = _pick(inc.get("raised_at") or [])
+        used = f" (line {raised_at['line']})" if raised_at else ""
+        return (f"`{op}` modifies in place the base of {recv}, {src}{_where(origin)}; {recv} is used "
+                f"afterwards{used}, which torch forbids")
+    if kind == "detach_view":
+        return f"`detach_` on {recv}, a view of {bname}{_where(bor)}: views cannot be detached in place"
+    if kind == "resize":
+        return f"`resize_` on {recv}, a tensor that requires grad"
+    fn = f"`{inc['function']}`" if inc.get("function") else "a custom autograd.Function"
+    if kind == "dirty_view":
+        return (f"{fn} modifies its input {recv} in place (`ctx.mark_dirty`), a view of {bname}, and returns more "
+                "than one tensor")
+    if kind == "dirty_leaf":
+        return f"{fn} modifies its input {recv} in place (`ctx.mark_dirty`), a leaf tensor that requires grad"
+    if kind == "dirty_unreturned":
+        return f"{fn} marks an input dirty (`ctx.mark_dirty`) but does not return it"
+    if kind == "leaky_relu":
+        slope = inc.get("negative_slope")
+        s = f" {slope:g}" if isinstance(slope, (int, float)) else ""
+        return (f"`{op}` runs in place with the negative slope{s}: its backward reads the result and cannot tell "
+                "the signs of the input from it")
+    return f"`{op}` modifies {recv} in place"
+
+
 def _forward_incident(inc: dict[str, Any], out: dict[str, Any]) -> None:
     kind = inc["kind"]
-    code = "GG302" if kind == "view" else "GG301"
+    code = FAMILY_CODE.get(kind, "GG301")
+    fix = FAMILY_FIX.get(kind) or FIX[code]
     raised = inc.get("raised_at") or []
     f = _pick(raised)
+    writes = inc.get("writes") or []
+    wframes = (writes[0].get("frames") or []) if writes else []
+    if kind in ("pack_hook", "base_modified") and _pick(wframes) is not None:
+        f, raised = _pick(wframes), wframes  # the write (in the hook, on the base), not the line that raised
     if f is None:
         return
     op = inc.get("op") or "in-place op"
     recv = inc.get("receiver") or "the tensor"
     origin = _pick(inc.get("origin") or [])
-    if kind == "leaf":
-        what = "an nn.Parameter" if inc.get("is_parameter") else "a leaf tensor that requires grad"
-        msg = f"`{op}` modifies `{recv}` in place, {what}, outside `torch.no_grad()`"
-    elif kind == "view_of_leaf":
-        msg = f"`{op}` modifies `{recv}` in place, a view of a leaf tensor that requires grad"
-    else:
-        src = f"`{_op_from_node(inc.get('view_of'))}`" if inc.get("view_of") else "an op returning several views"
-        msg = f"`{op}` modifies `{recv}` in place, a view returned by {src} that autograd cannot rebase"
+    msg = _forward_message(inc)
     related = []
+    if kind in ("pack_hook", "base_modified"):
+        at = _pick(inc.get("raised_at") or [])
+        if at is not None and at is not f:
+            what = "torch saved the tensor (and called the pack hook) here" if kind == "pack_hook" else \
+                "the view is used here (torch raised)"
+            related.append(_related(at, what))
+    elif kind == "leaky_relu":
+        at = _pick(inc.get("backward_at") or [])
+        if at is not None:
+            related.append(_related(at, "backward() failed here"))
     if origin is not None:
         related.append(_related(origin, f"`{recv}` comes from here"))
-        if kind == "view":
+        if kind in ("view", "custom_view", "no_grad_view", "inference_view"):
             out["saved_by"].append({"path": origin["path"], "line": origin["line"],
                                     "column": origin.get("column", 1),
-                                    "op": _op_from_node(inc.get("view_of")), "frames": inc.get("origin") or []})
+                                    "op": _op_from_node(inc.get("view_of")) if inc.get("view_of") else "view",
+                                    "frames": inc.get("origin") or []})
+    base = inc.get("base") or {}
+    bor = _pick(base.get("origin") or [])
+    if bor is not None and (origin is None or bor["line"] != origin["line"]):
+        related.append(_related(bor, f"`{base.get('name') or 'its base'}` (the base of the view) comes from here"))
+    for s in inc.get("dirty_at") or []:
+        related.append(_related(s, "the Function marks its input dirty here"))
     for lf in _lib_frames(raised):
         related.append(_related(lf, f"raised inside {_short(lf['path'])}:{lf['line']}: {lf.get('code', '')}"))
-    out["culprits"].append({"path": f["path"], "line": f["line"], "column": f.get("column", 1),
-                            "end_line": f.get("end_line", f["line"]), "end_column": f.get("end_column", 1),
-                            "op": op, "code": code, "message": msg, "frames": raised})
-    out["diagnostics"].append(_diag(f, code, f"{msg}. Fix: {FIX[code]}.", related))
+    targets = [f]
+    mod = writes[0].get("module") if writes else None
+    if kind == "leaky_relu" and mod and mod.get("constructed_at"):
+        c = _pick(mod["constructed_at"])
+        if c is not None:
+            targets.insert(0, c)
+            related.insert(0, _related(f, f"{mod['type']}(inplace=True) is called here"))
+    for t in targets:
+        m = msg
+        if t is not f:
+            m = f"{mod['type']}(inplace=True) is constructed here: {msg}"  # type: ignore[index]
+        out["culprits"].append({"path": t["path"], "line": t["line"], "column": t.get("column", 1),
+                                "end_line": t.get("end_line", t["line"]), "end_column": t.get("end_column", 1),
+                                "op": op, "code": code, "message": m, "fix": fix, "family": kind,
+                                "frames": raised if t is f else [t]})
+        out["diagnostics"].append(_diag(t, code, f"{m}. Fix: {fix}.", related))
     out["incidents"].append({"kind": kind, "tensor": inc.get("tensor"), "receiver": inc.get("receiver"),
-                             "origin": origin})
+                             "origin": origin, "base": {"name": base.get("name"), "tensor": base.get("tensor"),
+                                                        "origin": bor} if base else None})
 
 
 def attach_static_fixes(diagnostics: list[dict[str, Any]]) -> None:
@@ -387,9 +537,14 @@ def format_text(report: dict[str, Any]) -> str:
         traced = stats.get("traced")
         extra = (f"; traced {stats.get('ops', 0)} ATen ops, {stats.get('writes', 0)} in-place writes under anomaly "
                  "mode" if traced else "; the script never imported torch, nothing was traced")
-        if traced and "overhead_estimate_s" in stats:
+        if traced and isinstance(stats.get("overhead_estimate_s"), (int, float)):
             extra += (f"; estimated doctor overhead {stats['overhead_estimate_s']:.2f} s "
                       f"({stats.get('per_op_us_doctor', 0):.0f} vs {stats.get('per_op_us_plain', 0):.0f} us per op)")
+        elif traced and stats.get("overhead_note"):
+            extra += f"; doctor overhead {stats['overhead_note']}"
+        if traced and stats.get("optimizer_steps_untraced"):
+            extra += (f"; {stats['optimizer_steps_untraced']} optimizer step(s) ran untraced, their writes read from "
+                      "version counters")
         lines.append(f"gradguard run: clean: the script finished without autograd in-place errors ({t}{extra}).")
         if report.get("caught_errors"):
             lines.append(f"  note: the script caught {len(report['caught_errors'])} autograd in-place error(s) itself.")
@@ -423,22 +578,34 @@ def format_text(report: dict[str, Any]) -> str:
         else:
             tf: dict[str, Any] = inc.get("tensor") or {}
             if tf:
-                lines.append(f"  tensor      `{inc.get('receiver')}`: {_tensor_text(tf)}")
+                notes = [w for w, k in (("leaf", "is_leaf"), ("requires grad", "requires_grad"),
+                                        ("inference tensor", "inference"), ("view", "is_view")) if tf.get(k)]
+                extra = f" ({', '.join(notes)})" if notes else ""
+                lines.append(f"  tensor      `{inc.get('receiver')}`: {_tensor_text(tf)}{extra}")
             if inc.get("origin"):
-                lines.append(f"  comes from  {_loc(inc['origin'])}: {inc['origin'].get('code', '')}")
+                under = inc["origin"].get("under")
+                u = f" [under {under}]" if under else ""
+                lines.append(f"  comes from  {_loc(inc['origin'])}: {inc['origin'].get('code', '')}{u}")
+            base = inc.get("base") or {}
+            if base:
+                bo = base.get("origin")
+                where = f" from {_loc(bo)}: {bo.get('code', '')}" if bo else ""
+                lines.append(f"  view of     `{base.get('name') or '?'}`{where}")
     for c in report.get("culprits") or []:
-        lines.append(f"  changed by  `{c['op']}` at {_loc(c)} [{c['code']}]")
+        label = "raised by  " if c.get("family") else "changed by "
+        lines.append(f"  {label} `{c['op']}` at {_loc(c)} [{c['code']}]")
         lines.append(f"                {c['message']}")
         for lf in _lib_frames(c.get("frames") or []):
             lines.append(f"                inside {_loc(lf)}: {lf.get('code', '')}")
     if not report.get("culprits"):
         lines.append("  changed by  (not found: the in-place write was not seen by the tracer)")
-    codes = []
+    fixes: list[tuple[str, str]] = []
     for c in report.get("culprits") or []:
-        if c["code"] not in codes:
-            codes.append(c["code"])
-    for code in codes:
-        lines.append(f"  fix ({code}): {FIX[code]}")
+        item = (c["code"], c.get("fix") or FIX[c["code"]])
+        if item not in fixes:
+            fixes.append(item)
+    for code, text in fixes:
+        lines.append(f"  fix ({code}): {text}")
     for c in report.get("culprits") or []:
         lib = _lib_frames(c.get("frames") or [], 1)
         if lib:
