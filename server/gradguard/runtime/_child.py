@@ -1237,10 +1237,57 @@ def install(check_nan: bool = False) -> Any:
 
     os.register_at_fork(after_in_child=_in_child)
     _suspend_in_optimizer_steps(torch, mode)
+    _plain_reshapes(torch, mode)
     _tracer_state["dynamo_skip"] = _skip_dynamo(GradguardWriteLog.__torch_dispatch__.__code__)
     _tracer_state["installed"] = True
     _tracer_state["mode"] = mode
     return mode
+
+
+# Python entry points whose ATen decomposition asks ``isTensorSubclassLike``, which is true for every tensor while
+# any dispatch mode is active: ``reshape`` of a non-contiguous tensor that can be viewed then returns a ``view``
+# (``ViewBackward0``) instead of an ``_reshape_alias`` (``ReshapeAliasBackward0``), and torch's error messages name
+# that node ("Output 0 of ReshapeAlias is a view..."). None of them writes, so they run below the write log.
+_RESHAPES: tuple[tuple[str, str], ...] = (
+    ("Tensor", "reshape"),
+    ("Tensor", "reshape_as"),
+    ("Tensor", "flatten"),
+    ("torch", "reshape"),
+    ("torch", "flatten"),
+)
+
+
+def _plain_reshapes(torch: Any, mode: Any) -> None:
+    """Run the reshape family as without the doctor: with the write log popped for the call."""
+    try:
+        from torch.utils._python_dispatch import _get_current_dispatch_mode, _pop_mode_temporarily
+    except Exception:
+        return
+    compiler = getattr(torch, "compiler", None)
+    compiling = getattr(compiler, "is_compiling", None) or (lambda: False)
+
+    def wrap(orig: Any) -> Any:
+        def plain(*args: Any, **kwargs: Any) -> Any:
+            if compiling() or _get_current_dispatch_mode() is not mode:
+                return orig(*args, **kwargs)
+            with _pop_mode_temporarily():
+                return orig(*args, **kwargs)
+
+        plain.__wrapped__ = orig  # type: ignore[attr-defined]
+        plain.__doc__ = getattr(orig, "__doc__", None)
+        plain.__name__ = getattr(orig, "__name__", "reshape")
+        plain.__qualname__ = getattr(orig, "__qualname__", plain.__name__)
+        return plain
+
+    for owner_name, attr in _RESHAPES:
+        owner = torch.Tensor if owner_name == "Tensor" else torch
+        orig = getattr(owner, attr, None)
+        if orig is None or hasattr(orig, "__wrapped__"):
+            continue
+        try:
+            setattr(owner, attr, wrap(orig))
+        except Exception:
+            pass
 
 
 def _suspend_in_optimizer_steps(torch: Any, mode: Any) -> None:
