@@ -6,6 +6,7 @@ they ask for these fixtures instead, or import ``shared_data`` (tests/shared_dat
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -13,6 +14,9 @@ import pytest
 from shared_data import CORPUS, SHARED, require
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# An exception inside the analysis becomes a GG000 note for users; the suite wants the traceback instead.
+os.environ.setdefault("GRADGUARD_DEBUG", "1")
 
 collect_ignore = ["fixtures"]  # runnable user-like scripts, executed by test_fixtures_run.py, never collected
 

@@ -147,6 +147,12 @@ def check_text(source: str | bytes, path: str = "<string>", config: Config | Non
         result = analyze_file(tree, source, path, project, file)
     except RecursionError:
         return FileResult(path, [_gg000(path, 1, 1, "skipped: the file is too deeply nested to analyze")])
+    except Exception as exc:  # a bug in gradguard: say so on the file, never a traceback in the user's editor or CI
+        if os.environ.get("GRADGUARD_DEBUG"):
+            raise
+        return FileResult(path, [_gg000(path, 1, 1, f"internal error while analyzing this file "
+                                        f"({type(exc).__name__}: {exc}); no findings for it. Please report it "
+                                        f"(GRADGUARD_DEBUG=1 shows the traceback)")])
 
     def lines_for(p: str) -> tuple[str, Sequence[str]]:
         if not p or p == file:
