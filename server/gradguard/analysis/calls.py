@@ -22,13 +22,14 @@ from gradguard.analysis.common import (
     tensors_in,
 )
 from gradguard.analysis.core import AnalyzerCore
-from gradguard.analysis.hazards import SaveRecord, Site
+from gradguard.analysis.hazards import Hazard, SaveRecord, Site
 from gradguard.analysis.state import State
 from gradguard.analysis.summaries import Cloner
 from gradguard.analysis.values import (
     MAYBE,
     NO,
     NONE,
+    SPECIAL_VIEWS,
     UNKNOWN,
     UNKNOWN_NUM,
     YES,
@@ -54,6 +55,10 @@ from gradguard.analysis.values import (
 )
 from gradguard.knowledge import OpInfo
 from gradguard.knowledge import libraries as L
+
+
+# view ops that return a copy when the input cannot be viewed: not known to alias
+MAYBE_ALIAS = ("reshape", "reshape_as", "flatten", "contiguous", "ravel")
 
 
 class Calls(AnalyzerCore):
@@ -91,6 +96,8 @@ class Calls(AnalyzerCore):
             v = self.ev(k.value, st, fr)
             if k.arg is not None:
                 kw[k.arg] = v
+            else:
+                kw["**"] = UNKNOWN  # `**kwargs` we cannot see into: any keyword may come from it
         return self.call(fv, pos, kw, n, st, fr)
 
     def call(self, fv: Val, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State, fr: Frame) -> Val:
@@ -113,8 +120,19 @@ class Calls(AnalyzerCore):
         if isinstance(fv, T) and fv.maybe_tensor and not fv.maybe_tuple:
             # an unknown value called like a module (`model(x)` for a model passed in as a parameter)
             return self.call_obj(self.opaque_for(fv), pos, kw, n, st, fr, in_seq=None)
+        if isinstance(n.func, ast.Attribute) and n.func.attr == "register_hooks" and pos:
+            self.pack_hook(pos[0], n, st, fr)  # grad_fn._raw_saved_self.register_hooks(pack, unpack)
         self._out_kw(kw, n, st, "call")
         return UNKNOWN
+
+    def pack_hook(self, hook: Val, n: ast.AST, st: State, fr: Frame) -> None:
+        """Run a saved-tensor pack hook on a stand-in for the tensor being saved: torch forbids modifying it."""
+        if not isinstance(hook, (Func, Bound, Partial)):
+            return
+        s = Storage("the tensor being saved", self.site(n))
+        self.pack_inputs.add(s)
+        call = n if isinstance(n, ast.Call) else ast.Call(func=ast.Name("hook"), args=[], keywords=[])
+        self.call(hook, [T(frozenset({s}), rg=NO, origin="pack hook input")], {}, call, st.branch(), fr)
 
     def _unobserved(self, n: ast.Call, pos: list[Val], kw: dict[str, Val], st: State, fr: Frame) -> bool:
         """A call, in a function analysed on its own, that cannot matter to any hazard this analysis can find:
@@ -135,11 +153,57 @@ class Calls(AnalyzerCore):
         saved = st.heap.saved
         return not any(_live(v, saved) for v in (*pos, *kw.values()))
 
-    def _out_kw(self, kw: dict[str, Val], n: ast.Call, st: State, op: str) -> Val | None:
+    @staticmethod
+    def _negative_slope(info: OpInfo, pos: list[Val], kw: dict[str, Val], module: Obj | None) -> float | None:
+        """The slope of an in-place leaky_relu (or of an evaluation-mode rrelu: the mean of its bounds) when it is a
+        known negative number, else None."""
+        name = info.name.split("[", 1)[0]
+
+        def num(v: Val | None) -> float | None:
+            if isinstance(v, Const) and v.known and isinstance(v.value, (int, float)) and not isinstance(v.value, bool):
+                return float(v.value)
+            return None
+
+        def arg(i: int, key: str, default: float) -> float | None:
+            if module is not None:
+                v = module.cfg.get(key)
+            else:
+                v = kw.get(key, pos[i] if i < len(pos) else None)
+            return default if v is None else num(v)
+
+        if name in ("torch.nn.functional.leaky_relu", "torch.nn.functional.leaky_relu_", "torch.nn.LeakyReLU",
+                    "Tensor.leaky_relu_", "torch._C._nn.leaky_relu_"):
+            slope = arg(1, "negative_slope", 0.01)
+        elif name in ("torch.nn.functional.rrelu", "torch.nn.functional.rrelu_", "torch.rrelu_") and module is None:
+            training = kw.get("training", pos[3] if len(pos) > 3 else None)
+            if training is not None and not is_false(training):
+                return None
+            lo, hi = arg(1, "lower", 1 / 8), arg(2, "upper", 1 / 3)
+            slope = (lo + hi) / 2 if lo is not None and hi is not None else None
+        else:
+            return None
+        return slope if slope is not None and slope < 0 else None
+
+    def _out_kw(self, kw: dict[str, Val], n: ast.Call, st: State, op: str,
+                info: OpInfo | None = None, inputs: dict[str, Val] | None = None) -> Val | None:
         out = kw.get("out")
         if isinstance(out, T):
             kwnode = next((k for k in n.keywords if k.arg == "out"), None)
             tgt = self.text(kwnode.value) if kwnode else "out"
+            if info is not None and inputs and not st.no_grad and not st.silent:
+                # `torch.mul(a, b, out=x)` with `a` requiring grad: out= variants have no derivative, torch refuses
+                rg_arg = next((a for a, v in inputs.items() if a != "out" and _requires_grad(v)), None)
+                if rg_arg is not None:
+                    node = self._arg_node(n, info, rg_arg)
+                    seq = inputs[rg_arg]
+                    if isinstance(node, (ast.List, ast.Tuple)) and isinstance(seq, Seq) and seq.items is not None \
+                            and len(node.elts) == len(seq.items):  # `torch.cat([a, b], out=buf)`: name `a`
+                        node = next(e for e, x in zip(node.elts, seq.items) if _requires_grad(x))
+                    self.report(Hazard("out_rg", "out", self.site(n), self.stmt_site(), op, tgt, extra=(
+                        ("out_kw_span", self.site(kwnode) if kwnode else self.site(n)), ("call_span", self.site(n)),
+                        ("standalone", self._standalone(n)),
+                        ("input", self.text(node) if node is not None else rg_arg))))
+                    return out
             self.mutate(out, st, form="out", node=n, op=op, target=tgt,
                         extra=(("out_kw_span", self.site(kwnode) if kwnode else self.site(n)), ("call_span", self.site(n)),
                                ("standalone", self._standalone(n))))
@@ -183,6 +247,8 @@ class Calls(AnalyzerCore):
             return UNKNOWN
         if qual == "torch.is_grad_enabled":
             return Cond(formula="grad") if not st.no_grad else Const(False)
+        if qual.startswith("torch._foreach_"):
+            return self.foreach(qual[len("torch._foreach_"):], pos, kw, n, st, fr)
         lib = self.call_library(qual, raw, pos, kw, n, st, fr)
         if lib is not None:
             return lib
@@ -204,6 +270,28 @@ class Calls(AnalyzerCore):
             real = [v for v in (*pos, *kw.values()) if not (isinstance(v, T) and v.maybe_tensor)]
             return self.new_tensor(real, st, raw.rsplit(".", 1)[-1], min_rg=rg)
         return UNKNOWN
+
+    def foreach(self, op: str, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State, fr: Frame) -> Val:
+        """``torch._foreach_add_(xs, ys)`` and friends: the single op applied to each element (a list argument gives
+        its i-th element, anything else is shared), each element with its own version counter and saves."""
+        inplace = op.endswith("_")
+        info = self.kb.get(f"Tensor.{op}") if inplace else (self.kb.get(f"torch.{op}") or self.kb.get(f"Tensor.{op}"))
+        lists = [v for v in pos if isinstance(v, Seq)]
+        if info is None or not lists:
+            return UNKNOWN
+        sizes = {len(v.items) for v in lists if v.items is not None}
+        count = min(sizes) if sizes else None
+        first = n.args[0] if n.args else None
+        base_text = self.text(first) if first is not None else "tensors"
+        outs: list[Val] = []
+        for i in range(count if count is not None else 1):
+            args = [(v.items[i] if v.items is not None else v.elem) if isinstance(v, Seq) else v for v in pos]
+            target = f"{base_text}[{i}]" if count is not None else f"an element of {base_text}"
+            outs.append(self.apply(info, args, kw, n, st, fr, display=f"_foreach_{op}", form="foreach",
+                                   target_text=target, extra=(("call_span", self.site(n)),)))
+        if inplace:
+            return NONE
+        return Seq.of(tuple(outs), "list") if count is not None else Seq(None, outs[0], "list")
 
     def call_builtin(self, name: str, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State,
                      fr: Frame) -> Val:
@@ -461,11 +549,16 @@ class Calls(AnalyzerCore):
                           ("positional", module.positional))
                     if module.ctor is not None:
                         related = ((module.ctor, f"{display} was created with inplace=True here"),)
+                slope = self._negative_slope(info, pos, kw, module)
+                if slope is not None and grad_on and mv.rg >= MAYBE and not mv.maybe_tensor and not st.silent:
+                    # leaky_relu's in-place backward recovers the input's sign from the output: not for slope < 0
+                    self.report(Hazard("neg_slope", f, site or self.site(n), self.stmt_site(), display, tgt,
+                                       related=related, extra=(*ex, ("slope", slope))))
                 self.mutate(mv, st, form=f, node=n, op=display, target=tgt, extra=ex, no_grad_op=info.no_grad,
-                            site=site, related=related)
+                            site=site, related=related, operands_rg=any_rg)
                 if mutated is None:
                     mutated = mv
-        out_t = self._out_kw(kw, n, st, display) if isinstance(n, ast.Call) else None
+        out_t = self._out_kw(kw, n, st, display, info, bound) if isinstance(n, ast.Call) else None
         # 2. saves
         site = self.site(n)
         if module is not None and in_seq is not None and module.ctor is not None:
@@ -484,7 +577,7 @@ class Calls(AnalyzerCore):
                         argtext = self._arg_text(n, info, a, receiver_node) if in_seq is None else ""
                         what = f"its input `{argtext}`" if argtext and len(argtext) <= 40 else "its input"
                     self.save(sv, st, SaveRecord(display, what, site, info.name,
-                                                 sv.view_site if sv.view is not None else None))
+                                                 sv.view_site if sv.view is not None else None, a))
                     if sv.leaf:
                         prov |= {(s, self.stamp, None) for s in sv.storages if s.leaf}
         # 3. the result
@@ -503,11 +596,11 @@ class Calls(AnalyzerCore):
             assert isinstance(base, T)
             if info.name in ("Tensor.detach", "torch.detach"):
                 return T(base.storages, rg=NO, origin="detach")
-            if info.multi_output_view:
-                view = "multi"
-            elif st.no_grad and base.rg >= MAYBE:
+            if st.no_grad and base.rg >= MAYBE:  # made under no_grad: that outranks being one of several outputs
                 view = "nograd"
-            elif base.view in ("multi", "nograd"):
+            elif info.multi_output_view:
+                view = "multi"
+            elif base.view in SPECIAL_VIEWS:
                 view = base.view
             else:
                 view = "view"
@@ -573,6 +666,22 @@ class Calls(AnalyzerCore):
         node = self._arg_node(n, info, name)
         return self.text(node) if node is not None else ""
 
+    def set_requires_grad(self, t: T, flag: Val, node: ast.expr | None, st: State, fr: Frame) -> T:
+        """``t.requires_grad_(flag)`` / ``t.requires_grad = flag``: the tensor ``node`` names changes its flag."""
+        if is_false(flag):
+            made = t.with_(rg=NO, leaf=False)
+        else:
+            leaf = t.view is None and not t.prov
+            if leaf:  # the very tensor becomes a leaf that requires grad: every alias of it sees that
+                for sto in t.storages:
+                    sto.leaf = True
+                    sto.desc = f"made a leaf with requires_grad_() ({sto.desc})" if sto.desc else \
+                        "made a leaf with requires_grad_()"
+            made = t.with_(rg=YES, leaf=leaf)
+        if node is not None:
+            self.rebind_expr(node, made, st, fr)  # `y.requires_grad_()` as a statement changes y
+        return made
+
     # method calls -------------------------------------------------------------------
     def call_method(self, m: Method, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State, fr: Frame) -> Val:
         recv, name = m.recv, m.name
@@ -583,14 +692,18 @@ class Calls(AnalyzerCore):
                 return NONE
             if name == "detach":
                 return T(recv.storages, rg=NO, origin="detach")
+            if name == "detach_":
+                # any view, grad mode or not: "Can't detach views in-place" (reshape may copy: not known to alias)
+                if recv.view is not None and not recv.maybe_tensor and recv.origin not in MAYBE_ALIAS \
+                        and not st.silent and recv_node is not None:
+                    site = self.site(n)
+                    self.report(Hazard("view_detach", "method", site, self.stmt_site(), "detach_",
+                                       self.text(recv_node),
+                                       extra=(("view_op", recv.view_op or "a view op"), ("call_span", site))))
+                return T(recv.storages, rg=NO, origin="detach")
             if name == "requires_grad_":
                 flag = pos[0] if pos else kw.get("requires_grad", Const(True))
-                if is_false(flag):
-                    return recv.with_(rg=NO, leaf=False)
-                leaf = recv.view is None and not recv.prov
-                storages = frozenset(Storage(f"made a leaf with requires_grad_() ({s.desc})", s.site, leaf=leaf)
-                                     for s in recv.storages) if leaf else recv.storages
-                return recv.with_(rg=YES, leaf=leaf, storages=storages)
+                return self.set_requires_grad(recv, flag, recv_node, st, fr)
             if name in ("size", "dim", "numel", "item", "tolist", "stride", "data_ptr", "element_size", "nelement",
                         "is_contiguous", "get_device", "numpy"):
                 return UNKNOWN_NUM
@@ -652,6 +765,17 @@ _BINARY_OVERLOADS = {"torch.max": "torch.maximum", "torch.min": "torch.minimum",
                      "Tensor.max": "torch.maximum", "Tensor.min": "torch.minimum"}
 
 
+def _requires_grad(v: Val, depth: int = 0) -> bool:
+    """Surely requires grad: a tensor that does and is a leaf or made from leaves or modules seen here (not just
+    the result of a call into code we cannot see), or a list of tensors one of which does."""
+    if isinstance(v, T):
+        return v.rg == YES and not v.maybe_tensor and (v.leaf or any(
+            isinstance(o, Storage) or (isinstance(o, Obj) and o.kind != "opaque") for o, _s, _c in v.prov))
+    if isinstance(v, Seq) and v.items is not None and depth < 2:
+        return any(_requires_grad(x, depth + 1) for x in v.items)
+    return False
+
+
 def _live(v: Val, saved: dict[Any, Any], depth: int = 0) -> bool:
     """May ``v`` carry something a callee could trip over or keep: an object, a tensor that is saved, a leaf
     that requires grad, a special view?"""
@@ -662,7 +786,7 @@ def _live(v: Val, saved: dict[Any, Any], depth: int = 0) -> bool:
     if isinstance(v, T):
         if not v.maybe_tensor and v.rg >= MAYBE:
             return True  # a tensor that may require grad: the callee may build a graph of it that this one uses
-        return (v.leaf and v.rg == YES) or v.view in ("multi", "nograd") or any(s in saved for s in v.storages)
+        return (v.leaf and v.rg == YES) or v.view in SPECIAL_VIEWS or any(s in saved for s in v.storages)
     if isinstance(v, Seq) and depth < 3:
         return any(_live(x, saved, depth + 1) for x in (v.items if v.items is not None else (v.elem,)))
     return True

@@ -19,6 +19,7 @@ from gradguard.analysis.values import (
 )
 
 MAX_DEPTH = 6
+MAX_APPLY = 64  # module.apply(fn): at most this many submodules are visited
 STANDALONE_DEPTH = 3  # a function analysed on its own inlines 3 levels of callees (they are analysed on their own too)
 # Code in other modules (the project's and libraries') is followed into, within a budget of abstract statements:
 # per function analysed on its own, and for the checked file's module-level code (a training script). Small
@@ -38,6 +39,7 @@ OPSYM = {
     ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**",
     ast.MatMult: "@", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>",
 }
+INFERENCE_MODE = "torch.inference_mode"
 NO_GRAD_CTX = ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad")
 ENABLE_GRAD_CTX = ("torch.enable_grad", "torch.autograd.enable_grad")
 AUTOCAST_CTX = ("torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast", "torch.cpu.amp.autocast")

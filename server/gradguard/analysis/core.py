@@ -7,6 +7,7 @@ The layers above (statements, expressions, calls, nn modules, functions, trainin
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,7 @@ from gradguard.analysis.values import (
     Const,
     FuncInfo,
     Obj,
+    Params,
     Ref,
     Storage,
     Super,
@@ -42,6 +44,8 @@ from gradguard.model import source_lines
 
 if TYPE_CHECKING:
     from gradguard.project.resolver import Project
+
+_ROOT_NAME = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 
 
 class AnalyzerCore:
@@ -80,6 +84,18 @@ class AnalyzerCore:
         self.active_loops: list[ast.AST] = []
         self.alias_stmt: dict[Site, Site] = {}
         self._graph_file: bool | None = None
+        self.inference_spans: list[tuple[int, int]] = []  # storage ids made inside inference_mode: [first, end)
+        self.pack_inputs: set[Storage] = set()  # what a saved-tensor pack hook is given
+        # custom Functions' backward writes into what they saved: summaries per class, and applies awaiting a
+        # backward that keeps the graph (storages, provenance of the outputs, the write, the Function's save)
+        self._bw_writes: dict[int, tuple[Any, tuple[Any, ...]]] = {}
+        self.bw_pending: list[tuple[frozenset[Storage], frozenset[Any], tuple[Any, ...], SaveRecord]] = []
+        self.grads: dict[Storage, T] = {}  # `p.grad = g`: the tensor's .grad (flow-insensitive)
+
+    def inference_tensor(self, val: T) -> bool:
+        """Whether ``val`` was made inside inference_mode (a parameter made there by lazy analysis is not)."""
+        return any(s.param_of is None and not s.leaf and any(a <= s.sid < b for a, b in self.inference_spans)
+                   for s in val.storages)
 
     @property
     def globals(self) -> dict[str, Val]:
@@ -172,9 +188,30 @@ class AnalyzerCore:
     def stmt_site(self) -> Site:
         return Site.of(self.cur_stmt, self.mod.path) if self.cur_stmt is not None else Site(1, 0, 1, 1, self.mod.path)
 
+    def param_loop(self, val: T, target: str) -> tuple[Site, str] | None:
+        """The innermost ``for`` loop around the current statement that binds the written name to a module's
+        parameter (``for p in model.parameters()``, ``for name, p in ...named_parameters()``, ``for p in
+        group["params"]``): a hand-written parameter update, (the loop's site, the loop variable)."""
+        if not any(s.param_of is not None for s in val.storages) or self.cur_stmt is None:
+            return None
+        m = _ROOT_NAME.match(target)
+        if m is None:
+            return None
+        name = m.group(0)
+        cur = self.cur_stmt
+        for node in reversed(self.active_loops):
+            if not isinstance(node, (ast.For, ast.AsyncFor)):
+                continue
+            if not any(n is cur for b in node.body for n in ast.walk(b)):  # the loop around this statement
+                continue
+            if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node.target)):
+                return Site.of(node, self.mod.path), name
+        return None
+
     def mutate(self, val: Val, st: State, *, form: str, node: ast.AST, op: str, target: str,
                extra: tuple[tuple[str, Any], ...] = (), no_grad_op: bool = False,
-               site: Site | None = None, related: tuple[tuple[Site, str], ...] = ()) -> None:
+               site: Site | None = None, related: tuple[tuple[Site, str], ...] = (), operands_rg: bool = False) -> None:
+        """An in-place write to ``val`` (``operands_rg``: another operand of the op may require grad)."""
         if not isinstance(val, T):
             return
         if st.silent:
@@ -184,8 +221,17 @@ class AnalyzerCore:
         site = site or self.site(node)
         stmt = self.stmt_site()
         grad_on = not (st.no_grad or no_grad_op)
+        if self.pack_inputs and not self.pack_inputs.isdisjoint(val.storages):
+            self.report(Hazard("pack_hook", form, site, stmt, op, target, related=related, extra=extra))
+            return
+        if self.inference_spans and not st.inference and not val.maybe_tensor and self.inference_tensor(val):
+            self.report(Hazard("inference", form, site, stmt, op, target, related=related, extra=extra))
+            return
         if val.leaf and val.rg == YES and grad_on:
             origin = next((s.desc for s in ordered(val.storages) if s.leaf and s.desc), "")
+            loop = self.param_loop(val, target)
+            if loop is not None:
+                extra = (*extra, ("param_loop", loop[0]), ("loop_var", loop[1]))
             self.report(Hazard("leaf", form, site, stmt, op, target, related=related,
                                extra=(*extra, ("leaf_origin", origin), ("is_view", val.view is not None))))
             return
@@ -195,6 +241,10 @@ class AnalyzerCore:
             return
         if val.view == "nograd" and grad_on:
             self.report(Hazard("view_nograd", form, site, stmt, op, target, related=related,
+                               extra=(*extra, ("view_op", val.view_op))))
+            return
+        if val.view == "fnview" and grad_on and (val.rg >= MAYBE or operands_rg) and not val.maybe_tensor:
+            self.report(Hazard("view_fn", form, site, stmt, op, target, related=related,
                                extra=(*extra, ("view_op", val.view_op))))
             return
         saved = st.heap.saved
@@ -278,6 +328,15 @@ class AnalyzerCore:
         raise NotImplementedError
 
     def opaque_child(self, parent: Obj, name: str) -> Obj:
+        raise NotImplementedError
+
+    def rebind_expr(self, target: ast.expr, v: Val, st: State, fr: Frame) -> None:
+        raise NotImplementedError
+
+    def pack_hook(self, hook: Val, n: ast.AST, st: State, fr: Frame) -> None:
+        raise NotImplementedError
+
+    def set_requires_grad(self, t: T, flag: Val, node: ast.expr | None, st: State, fr: Frame) -> T:
         raise NotImplementedError
 
     def opaque_for(self, t: T) -> Obj:
@@ -367,6 +426,16 @@ class AnalyzerCore:
         raise NotImplementedError
 
     def ng_only(self, fi: FuncInfo) -> bool:
+        raise NotImplementedError
+
+    def am_only(self, fi: FuncInfo) -> bool:
+        raise NotImplementedError
+
+    def params_elem(self, p: Params) -> T:
+        raise NotImplementedError
+
+    def backward_write_hazard(self, wsite: Site, wstmt: Site, op: str, name: str, saves: tuple[SaveRecord, ...],
+                              related: tuple[tuple[Site, str], ...]) -> Hazard:
         raise NotImplementedError
 
     def obj_method(self, o: Obj, name: str, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State,

@@ -14,11 +14,13 @@ from gradguard.analysis.common import (
     is_true,
 )
 from gradguard.analysis.core import AnalyzerCore
+from gradguard.analysis.hazards import SaveRecord
 from gradguard.analysis.state import State
 from gradguard.analysis.values import (
     MAYBE,
     NO,
     NONE,
+    SPECIAL_VIEWS,
     UNKNOWN,
     UNKNOWN_NUM,
     YES,
@@ -43,6 +45,7 @@ from gradguard.analysis.values import (
     formula_of,
     fresh,
     join,
+    ordered,
     owner_key,
     recording_allows,
     seq_elem,
@@ -300,9 +303,16 @@ class Expressions(AnalyzerCore):
         if isinstance(base, T):
             if self._advanced_index(n.slice, idx):
                 out = self.new_tensor([base], st, "index")
+                if not st.no_grad and base.rg >= MAYBE and not base.maybe_tensor and not st.silent:
+                    # advanced indexing saves its index tensors (IndexBackward0 scatters the gradient by them)
+                    rec = SaveRecord("indexing", f"its index `{self.text(n.slice)}`", self.site(n),
+                                     "Tensor.__getitem__", None, "indices")
+                    for ix in (idx.items or ()) if isinstance(idx, Seq) else (idx,):
+                        if isinstance(ix, T) and not ix.maybe_tensor:
+                            self.save(ix, st, rec)
                 return out
-            view = "multi" if base.view == "multi" else ("nograd" if st.no_grad and base.rg >= MAYBE else (
-                "nograd" if base.view == "nograd" else "view"))
+            view = "nograd" if st.no_grad and base.rg >= MAYBE else (
+                base.view if base.view in SPECIAL_VIEWS else "view")
             return T(base.storages, rg=NO if st.no_grad else base.rg, leaf=base.leaf, view=view,
                      view_op=base.view_op or "indexing", maybe_tensor=base.maybe_tensor, prov=base.prov,
                      alias_of=base.alias_of, alias_site=base.alias_site, origin="indexing", view_site=self.site(n))
@@ -388,9 +398,15 @@ class Expressions(AnalyzerCore):
             if attr in ("T", "mT", "H", "mH", "real", "imag"):
                 info = self.kb.get(f"Tensor.{attr}") or self.kb.get("Tensor.t")
                 return T(base.storages, rg=base.rg, leaf=base.leaf,
-                         view="multi" if base.view == "multi" else "view", view_op=attr, prov=base.prov) \
+                         view=base.view if base.view in SPECIAL_VIEWS else "view", view_op=attr, prov=base.prov) \
                     if info is not None or attr in ("T", "mT") else UNKNOWN
             if attr in ("grad",):
+                got = [self.grads[s] for s in ordered(base.storages) if s in self.grads]
+                if got:
+                    g: Val = got[0]
+                    for x in got[1:]:
+                        g = join(g, x)
+                    return g
                 return fresh("`.grad`", rg=NO)
             if attr == "requires_grad":
                 return Cond(formula="rg") if base.rg >= MAYBE or base.maybe_tensor else Const(False)
@@ -398,6 +414,10 @@ class Expressions(AnalyzerCore):
                 return UNKNOWN_NUM
             return Method(base, attr, n)
         if isinstance(base, Obj):
+            if base.kind == "optimizer" and attr == "param_groups":  # [{"params": [...], "lr": ...}]
+                owners = base.cfg.get("owners")
+                group = Seq.of((owners if isinstance(owners, Params) else UNKNOWN, UNKNOWN_NUM), "dict")
+                return Seq(None, group, "list")
             if attr in base.attrs:
                 return base.attrs[attr]
             if base.kind == "opaque":
@@ -460,7 +480,7 @@ class Expressions(AnalyzerCore):
     # comprehensions ---------------------------------------------------------
     def _comp(self, n: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp, st: State, fr: Frame,
               elt: ast.expr) -> Val:
-        inner = State(dict(st.env), st.heap, st.no_grad, st.autocast, st.allow_mutation, st.silent)
+        inner = State(dict(st.env), st.heap, st.no_grad, st.autocast, st.allow_mutation, st.silent, st.inference)
         for g in n.generators:
             it = self.ev(g.iter, inner, fr)
             self.assign(g.target, self.elem(it, g.iter), inner, fr, self.cur_stmt or ast.Pass())
@@ -508,6 +528,11 @@ class Expressions(AnalyzerCore):
 
     def params_elem(self, p: Params) -> T:
         storages = set()
+        frozen = bool(p.owners)
+        for o in p.owners:
+            owner = o.param_of if isinstance(o, Storage) else o
+            f = owner.cfg.get("frozen") if isinstance(owner, Obj) else None
+            frozen = frozen and isinstance(f, Const) and f.value is True
         for o in sorted(p.owners, key=owner_key):
             if isinstance(o, Storage):
                 storages.add(o)
@@ -515,4 +540,6 @@ class Expressions(AnalyzerCore):
                 storages.add(Storage("a parameter from `.parameters()`", None, leaf=True, param_of=o))
         if not storages:
             storages.add(Storage("a parameter", None, leaf=True))
+        if frozen:  # module.requires_grad_(False): plain tensors now
+            return T(frozenset(storages), rg=NO, leaf=False, origin="parameter")
         return T(frozenset(storages), rg=YES, leaf=True, origin="parameter")

@@ -22,6 +22,7 @@ from gradguard.analysis.values import (
     Storage,
     Val,
     join,
+    next_id,
 )
 
 
@@ -56,6 +57,7 @@ class Functions(Summaries):
         env: dict[str, Val] = {}
         params = [*a.posonlyargs, *a.args]
         defaults = self._defaults(fi)
+        widen = defaults_only or "**" in kw  # `**kwargs` passed on: a parameter left out may come from it
         i = 0
         for p in params:
             if i < len(pos):
@@ -65,7 +67,7 @@ class Functions(Summaries):
                 env[p.arg] = kw[p.arg]
             else:
                 d = defaults.get(p.arg, UNKNOWN)
-                env[p.arg] = widen_default(d) if defaults_only else d
+                env[p.arg] = widen_default(d, p.annotation) if widen else d
         if a.vararg:
             rest = pos[i:]
             env[a.vararg.arg] = Seq.of(rest, "tuple")
@@ -74,13 +76,14 @@ class Functions(Summaries):
                 env[p.arg] = kw[p.arg]
             else:
                 d = defaults.get(p.arg, UNKNOWN)
-                env[p.arg] = widen_default(d) if defaults_only else d
+                env[p.arg] = widen_default(d, p.annotation) if widen else d
         if a.kwarg:
             env[a.kwarg.arg] = UNKNOWN
         self_obj = pos[0] if fi.cls is not None and pos and not fi.is_static else None
         first_sid = Storage("marker").sid
         callee = State(env, st.heap, st.no_grad or fi.no_grad or self.ng_only(fi), st.autocast,
-                       st.allow_mutation, st.silent)
+                       st.allow_mutation or self.am_only(fi), st.silent, st.inference or fi.inference)
+        opened = fi.inference and not st.inference
         cfr = Frame(fi, fr.depth + 1, self_obj)
         self.active.append(fi)
         saved_stmt, saved_mod = self.cur_stmt, self.mod
@@ -95,6 +98,8 @@ class Functions(Summaries):
         finally:
             self.active.pop()
             self.cur_stmt, self.mod = saved_stmt, saved_mod
+            if opened:
+                self.inference_spans.append((first_sid, next_id()))
         paths: list[tuple[Val, Heap]] = [(v, rs.heap) for v, rs in cfr.returns]
         if end is not None:
             paths.append((NONE, end.heap))
@@ -128,10 +133,20 @@ def body_size(node: ast.AST) -> int:
     return n
 
 
-def widen_default(d: Val) -> Val:
-    """For an object built with its defaults only (the stand-in ``self`` of a method analysed on its own): a flag's
-    default is one possible value, not the only one (``residual=False`` may be passed as True). Other defaults
-    (sizes, names, None, classes, module instances) are the default configuration, and stay."""
+def widen_default(d: Val, annotation: ast.expr | None = None) -> Val:
+    """A parameter whose value the caller did not show (the stand-in ``self`` of a method analysed on its own, or a
+    keyword that may come from ``**kwargs``): a flag's default is one possible value, not the only one
+    (``residual=False`` may be passed as True), and so is ``None`` for an argument that may be a tensor
+    (``weight=None``: unannotated, or annotated with Tensor). Other defaults (sizes, names, an ``Optional[int]``
+    None, classes, module instances) are the default configuration, and stay."""
     if isinstance(d, Const) and d.known and isinstance(d.value, bool):
         return UNKNOWN_NUM  # a flag: either value is a configuration someone uses
-    return d  # sizes, names, None, classes, instances: the default configuration
+    if isinstance(d, Const) and d.known and d.value is None and (annotation is None or _mentions_tensor(annotation)):
+        return UNKNOWN
+    return d
+
+
+def _mentions_tensor(annotation: ast.expr) -> bool:
+    return any((isinstance(x, ast.Name) and x.id == "Tensor") or (isinstance(x, ast.Attribute) and x.attr == "Tensor")
+               or (isinstance(x, ast.Constant) and isinstance(x.value, str) and "Tensor" in x.value)
+               for x in ast.walk(annotation))

@@ -34,13 +34,15 @@ class SaveRecord:
     site: Site
     op_name: str = ""  # knowledge entry name, e.g. "torch.nn.functional.relu"
     view: Site | None = None  # the tensor saved was a view of the written one, made here
+    arg: str = ""  # the op's argument that was saved ("index", "indices", "self"), where known
 
 
 @dataclass(frozen=True)
 class Hazard:
-    kind: str  # "saved" | "leaf" | "view_multi" | "view_nograd" | "carry" | "step"
+    kind: str  # "saved" | "leaf" | "view_multi" | "view_nograd" | "view_fn" | "dirty_view" | "inference"
+    #            | "pack_hook" | "neg_slope" | "out_rg" | "carry" | "step"
     form: str  # "method" | "function" | "augassign" | "setitem" | "out" | "inplace_kwarg" | "module_call"
-    #            | "module_entry" | "carry" | "step"
+    #            | "module_entry" | "foreach" | "apply" | "carry" | "step"
     site: Site  # where the diagnostic goes
     stmt: Site  # the statement holding it
     op: str  # the mutating op as users read it: "add_", "+=", "dropout(inplace=True)", "optimizer.step()"

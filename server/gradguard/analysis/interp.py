@@ -31,7 +31,7 @@ from gradguard.analysis.functions import Functions
 from gradguard.analysis.hazards import Hazard
 from gradguard.analysis.imports import Imports
 from gradguard.analysis.nn_modules import NNModules
-from gradguard.analysis.scan import no_grad_only
+from gradguard.analysis.scan import allow_mutation_only, no_grad_only
 from gradguard.analysis.state import Heap, State
 from gradguard.analysis.statements import Statements
 from gradguard.analysis.training import Training
@@ -82,8 +82,15 @@ def _ng_only_lines(lines: list[str]) -> set[int]:
     return set()
 
 
+def _am_only_lines(lines: list[str]) -> set[int]:
+    if any("allow_mutation_on_saved_tensors" in ln for ln in lines):
+        return allow_mutation_only(lines)
+    return set()
+
+
 class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Training, AnalyzerCore):
     _ng_only: set[int] | None = None
+    _am_only: set[int] | None = None
 
     # ------------------------------------------------------------------ driver
     def run(self) -> list[Hazard]:
@@ -126,6 +133,20 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         if src._ng_only is None:
             src._ng_only = _ng_only_lines(src.lines)
         return node.lineno in src._ng_only
+
+    def am_only(self, fi: FuncInfo) -> bool:
+        """Only ever called inside ``allow_mutation_on_saved_tensors()``."""
+        node = fi.node
+        if isinstance(node, ast.Lambda):
+            return False
+        src = (fi.mod or self.root).source
+        if src is None:
+            if self._am_only is None:
+                self._am_only = _am_only_lines(self.lines)
+            return node.lineno in self._am_only
+        if src._am_only is None:
+            src._am_only = _am_only_lines(src.lines)
+        return node.lineno in src._am_only
 
     def standalone(self, fi: FuncInfo) -> None:
         node = fi.node
@@ -178,7 +199,7 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         no_grad = fi.no_grad or self.ng_only(fi) or (
             fi.cls is not None and self._is_function_class(fi.cls)
             and node.name in ("forward", "backward", "setup_context", "jvp", "vjp"))
-        st = State(env, Heap(), no_grad=no_grad)
+        st = State(env, Heap(), no_grad=no_grad, allow_mutation=self.am_only(fi))
         fr = Frame(fi, STANDALONE_DEPTH, self_obj)
         self.active.append(fi)
         try:

@@ -8,11 +8,12 @@ from typing import Any
 
 from gradguard.analysis.common import (
     FUNCTION_BASES,
+    MAX_APPLY,
     MAX_DEPTH,
     Frame,
     is_true,
 )
-from gradguard.analysis.hazards import SaveRecord
+from gradguard.analysis.hazards import Hazard, SaveRecord, Site
 from gradguard.analysis.state import Heap, State
 from gradguard.analysis.summaries import Summaries, Summary, fkey_class
 from gradguard.analysis.values import (
@@ -30,12 +31,16 @@ from gradguard.analysis.values import (
     FuncInfo,
     Obj,
     Params,
+    Partial,
     Ref,
     Seq,
+    Storage,
     Super,
     T,
     Val,
     join,
+    ordered,
+    owner_key,
     seq_elem,
 )
 from gradguard.knowledge import OpInfo
@@ -127,14 +132,37 @@ class NNModules(Summaries):
                 stack.extend(o.items or (o.elem,))
         return frozenset(out)
 
+    def named_params(self, p: Params) -> Seq:
+        """``named_parameters()``: (name, parameter) pairs."""
+        return Seq(None, Seq.of((Const("", known=False), self.params_elem(p)), "tuple"), "list")
+
+    def freeze(self, o: Obj, pos: list[Val], kw: dict[str, Val]) -> None:
+        """``module.requires_grad_(flag)``: every parameter it reaches stops (or starts) requiring grad."""
+        flag = kw.get("requires_grad", pos[0] if pos else Const(True))
+        if not (isinstance(flag, Const) and flag.known):
+            return
+        frozen = not bool(flag.value)
+        for x in self.reach(o):
+            if isinstance(x, Obj):
+                self.touched(x)
+                x.cfg["frozen"] = Const(frozen)
+                for k, t in list(x.params.items()):
+                    if isinstance(t, T):
+                        x.params[k] = t.with_(rg=NO if frozen else YES)
+
     def obj_method(self, o: Obj, name: str, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State,
                    fr: Frame) -> Val:
         if o.kind == "dist":
             return self.dist_value(o, name, pos, st)
+        if name == "requires_grad_" and o.kind != "optimizer":
+            self.freeze(o, pos, kw)
+            return o
         if o.kind == "opaque":
-            if name in ("parameters", "named_parameters"):
+            if name == "parameters":
                 return Params(frozenset({o}))
-            if name in ("zero_grad", "train", "eval", "to", "cuda", "cpu", "float", "double", "half", "requires_grad_"):
+            if name == "named_parameters":
+                return self.named_params(Params(frozenset({o})))
+            if name in ("zero_grad", "train", "eval", "to", "cuda", "cpu", "float", "double", "half"):
                 return o
             if name in ("step", "backward", "load_state_dict", "state_dict"):
                 return UNKNOWN  # an optimizer we cannot see into: which parameters it updates is unknown
@@ -153,6 +181,10 @@ class NNModules(Summaries):
                 cur = o.attrs["__saved__"]
                 o.attrs["__saved__"] = Seq.of((*(cur.items or ()), *pos)) if isinstance(cur, Seq) else Seq.of(pos)
                 return NONE
+            if name == "mark_dirty":
+                prev = o.attrs.get("__dirty__")
+                o.attrs["__dirty__"] = Seq.of((*(prev.items or ()), *pos)) if isinstance(prev, Seq) else Seq.of(pos)
+                return NONE
             return UNKNOWN
         if name in ("eval", "train"):
             flag = True if name == "train" else False
@@ -163,8 +195,16 @@ class NNModules(Summaries):
                     self.touched(x)
                     x.training = flag
             return o
-        if name in ("parameters", "named_parameters", "modules", "children"):
-            return Params(self.reach(o)) if name == "parameters" else Seq(None, UNKNOWN)
+        if name == "parameters":
+            return Params(self.reach(o))
+        if name == "named_parameters":
+            return self.named_params(Params(self.reach(o)))
+        if name in ("modules", "children"):
+            return Seq(None, UNKNOWN)
+        if name in ("_apply", "apply") and pos and isinstance(pos[0], (Func, Bound, Partial)) \
+                and o.kind in ("torch", "local", "sequential", "modulelist", "moduledict"):
+            self.apply_to_module(o, name, pos[0], n, st, fr)
+            return o
         if name in ("to", "cuda", "cpu", "float", "double", "half", "bfloat16", "requires_grad_", "type"):
             return o
         if name == "forward":
@@ -203,6 +243,28 @@ class NNModules(Summaries):
         if name in ("zero_grad", "apply", "load_state_dict", "state_dict", "named_modules", "register_forward_hook"):
             return UNKNOWN
         return UNKNOWN
+
+    def apply_to_module(self, o: Obj, name: str, fn: Val, n: ast.Call, st: State, fr: Frame) -> None:
+        """``module.apply(fn)``: fn on every submodule, then the module, grad mode as it is. ``module._apply(fn)``
+        (what ``.to()``, ``.half()`` use): fn on every parameter and its ``.grad``, under no_grad."""
+        mods = sorted((x for x in self.reach(o) if isinstance(x, Obj) and x.kind in
+                       ("torch", "local", "sequential", "modulelist", "moduledict")),
+                      key=lambda x: (x is o, owner_key(x)))[:MAX_APPLY]
+        if name == "apply":
+            for m in mods:
+                self.call(fn, [m], {}, n, st, fr)
+            return
+        saved = st.no_grad
+        st.no_grad = True
+        try:
+            for m in mods:
+                for p in list(m.params.values()):
+                    self.call(fn, [p], {}, n, st, fr)
+                    g = [self.grads[s] for s in ordered(p.storages) if s in self.grads]
+                    if g:
+                        self.call(fn, [g[0]], {}, n, st, fr)
+        finally:
+            st.no_grad = saved
 
     def opaque_for(self, t: T) -> Obj:
         """The object an unknown value stands for, once code uses it as one (the same one for the same value)."""
@@ -428,6 +490,24 @@ class NNModules(Summaries):
     def _is_function_class(self, ci: ClassInfo) -> bool:
         return any(b in FUNCTION_BASES for b in ci.torch_bases())
 
+    def backward_writes(self, ci: ClassInfo) -> tuple[tuple[int | None, Site, Site, str, str], ...]:
+        """The in-place writes a custom Function's ``backward`` makes to what ``ctx.saved_tensors`` gives back:
+        (index into the saved tuple or None for any, site, op, name). Read from its source: the names bound by
+        ``a, b = ctx.saved_tensors`` (or ``x = ctx.saved_tensors[0]``), bound once, then written in place by a
+        ``Tensor`` method ending in ``_``, an augmented assignment, an item write or ``out=``."""
+        cached = self._bw_writes.get(id(ci))
+        if cached is not None:
+            return cached[1]
+        out: list[tuple[int | None, Site, Site, str, str]] = []
+        fi = ci.find_method("backward")
+        node = fi.node if fi is not None else None
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.args.args:
+            path = fi.mod.path if fi is not None and fi.mod is not None else self.mod.path
+            out = _backward_writes(node, path, self.kb)
+        res = tuple(out)
+        self._bw_writes[id(ci)] = (ci, res)
+        return res
+
     def autograd_apply(self, ci: ClassInfo, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State,
                        fr: Frame) -> Val:
         fwd = ci.find_method("forward")
@@ -442,13 +522,37 @@ class NNModules(Summaries):
             st.no_grad = saved_flag
         rg = YES if any(isinstance(v, T) and v.rg >= MAYBE for v in pos) and not st.no_grad else NO
         prov: frozenset[Any] = frozenset()
+        inputs: set[Storage] = set()
         for v in pos:
             if isinstance(v, T):
                 prov |= v.prov
+                inputs |= v.storages
+        dirty_v = ctx.attrs.get("__dirty__")
+        dirty = [v for v in (dirty_v.items or ()) if isinstance(v, T)] if isinstance(dirty_v, Seq) else []
+        dirty_storages: set[Storage] = set().union(*(v.storages for v in dirty)) if dirty else set()
+        display = f"{ci.name}.apply"
+        n_out = len([v for v in res.items or () if isinstance(v, T)]) if isinstance(res, Seq) else 1
+        if rg and n_out > 1 and not st.silent:
+            # mark_dirty on an input that is a view: autograd must rebase the view on the Function's node, which it can
+            # only do for a Function with a single output
+            for v in pos:
+                if isinstance(v, T) and v.view is not None and v.storages & dirty_storages and not v.maybe_tensor:
+                    i = pos.index(v)
+                    argsite = self.site(n.args[i]) if i < len(n.args) else None
+                    self.report(Hazard("dirty_view", "apply", self.site(n), self.stmt_site(), display,
+                                       self.text(n.args[i]) if i < len(n.args) else "input",
+                                       extra=(("outputs", n_out), ("arg_span", argsite))))
+                    break
+        fn_view = f"{ci.name}.apply()"
 
         def fix(v: Val) -> Val:
             if isinstance(v, T):
-                return v.with_(rg=rg, prov=prov, view=None, leaf=False)
+                # an output that views memory the Function did not make (or an input returned as-is) is a view made
+                # inside the custom Function: torch will not let it be modified in place with grad on
+                special = not v.maybe_tensor and not (v.storages & dirty_storages) and (
+                    v.view is not None or bool(v.storages & inputs))
+                return v.with_(rg=rg, prov=prov, view="fnview" if special else None, leaf=False,
+                               view_op=fn_view if special else "")
             if isinstance(v, Seq) and v.items is not None:
                 return Seq.of([fix(x) for x in v.items], v.kind)
             return v
@@ -456,9 +560,111 @@ class NNModules(Summaries):
         res = fix(res)
         saved = ctx.attrs.get("__saved__")
         if rg and isinstance(saved, Seq):
-            display = f"{ci.name}.apply"
+            own = SaveRecord(display, "a tensor via ctx.save_for_backward", self.site(n), f"{ci.name}.forward")
+            self.backward_writes_at_apply(ci, saved, own, res, st)
             for v in saved.items or ():
                 if isinstance(v, T):
-                    self.save(v, st, SaveRecord(display, "a tensor via ctx.save_for_backward", self.site(n),
-                                                f"{ci.name}.forward"))
+                    self.save(v, st, own)
         return res
+
+    def backward_writes_at_apply(self, ci: ClassInfo, saved: Seq, own: SaveRecord, res: Val, st: State) -> None:
+        """``Fn.apply``, whose backward writes into a tensor it saved: a node made before this one that saved the
+        same tensor runs its backward after it and finds it changed; the graph kept for a second backward
+        (``retain_graph=True``) finds it changed too (checked at the backward)."""
+        writes = self.backward_writes(ci) if not st.silent else ()
+        if not writes:
+            return
+        items = list(saved.items or ())
+        prov: frozenset[Any] = frozenset()
+        for v in (res.items or ()) if isinstance(res, Seq) else (res,):
+            if isinstance(v, T):
+                prov |= v.prov
+        for idx, wsite, wstmt, op, name in writes:
+            for v in (items if idx is None else items[idx:idx + 1]):
+                if not isinstance(v, T) or v.maybe_tensor:
+                    continue
+                earlier = tuple(r for s in ordered(v.storages) for r in st.heap.saved.get(s, ()))
+                if earlier:
+                    self.report(self.backward_write_hazard(wsite, wstmt, op, name, (*earlier, own), ()))
+                self.bw_pending.append((v.storages, prov, (wsite, wstmt, op, name), own))
+
+    def backward_write_hazard(self, wsite: Site, wstmt: Site, op: str, name: str, saves: tuple[SaveRecord, ...],
+                              related: tuple[tuple[Site, str], ...]) -> Hazard:
+        form = "method" if op.endswith("_") else "augassign" if op.endswith("=") and op != "out=" else \
+            "setitem" if op == "item assignment" else "out"
+        extra = (("call_span", wsite),) if form == "method" else ()
+        return Hazard("backward_write", form, wsite, wstmt, op, name, saves=saves, related=related, extra=extra)
+
+
+_SAVED_ATTRS = ("saved_tensors", "saved_variables")
+
+
+def _saved_read(e: ast.AST, ctx: str) -> bool:
+    return isinstance(e, ast.Attribute) and e.attr in _SAVED_ATTRS and isinstance(e.value, ast.Name) \
+        and e.value.id == ctx
+
+
+def _backward_writes(node: ast.FunctionDef | ast.AsyncFunctionDef, path: str,
+                     kb: Any) -> list[tuple[int | None, Site, Site, str, str]]:
+    ctx = node.args.args[0].arg
+    bound: dict[str, int | None] = {}
+    seqs: set[str] = set()
+    counts: dict[str, int] = {}
+    for n in ast.walk(node):
+        targets: list[ast.expr] = []
+        if isinstance(n, ast.Assign):
+            targets = n.targets
+        elif isinstance(n, (ast.AnnAssign, ast.AugAssign, ast.For, ast.withitem, ast.NamedExpr)):
+            t = getattr(n, "target", None) or getattr(n, "optional_vars", None)
+            targets = [t] if t is not None else []
+        for t in targets:
+            for x in ast.walk(t):
+                if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store):
+                    counts[x.id] = counts.get(x.id, 0) + (0 if isinstance(n, ast.AugAssign) else 1)
+        if not isinstance(n, ast.Assign) or len(n.targets) != 1:
+            continue
+        t, v = n.targets[0], n.value
+        if _saved_read(v, ctx):
+            if isinstance(t, (ast.Tuple, ast.List)):
+                for i, e in enumerate(t.elts):
+                    if isinstance(e, ast.Name):
+                        bound[e.id] = i
+            elif isinstance(t, ast.Name):
+                seqs.add(t.id)
+        elif isinstance(t, ast.Name) and isinstance(v, ast.Subscript) and isinstance(v.slice, ast.Constant) \
+                and isinstance(v.slice.value, int) and (
+                    _saved_read(v.value, ctx) or (isinstance(v.value, ast.Name) and v.value.id in seqs)):
+            bound[t.id] = v.slice.value
+    bound = {k: i for k, i in bound.items() if counts.get(k, 0) == 1}
+    if not bound:
+        return []
+    stmt_of: dict[int, ast.stmt] = {}
+    for st in ast.walk(node):
+        if isinstance(st, ast.stmt) and st is not node:
+            for sub in ast.walk(st):
+                stmt_of[id(sub)] = st  # inner statements come later in the walk and win
+    out: list[tuple[int | None, Site, Site, str, str]] = []
+    for n in ast.walk(node):
+        name, op = None, ""
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name):
+            m = n.func.attr
+            if m.endswith("_") and not m.startswith("_"):
+                info = kb.get(f"Tensor.{m}")
+                if info is not None and info.mutates:
+                    name, op = n.func.value.id, m
+        if isinstance(n, ast.Call) and name is None:
+            for k in n.keywords:
+                if k.arg == "out" and isinstance(k.value, ast.Name):
+                    name, op = k.value.id, "out="
+        elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
+            name, op = n.target.id, f"{_AUG.get(type(n.op), '?')}="
+        elif isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Subscript) \
+                and isinstance(n.targets[0].value, ast.Name):
+            name, op = n.targets[0].value.id, "item assignment"
+        if name is not None and name in bound:
+            out.append((bound[name], Site.of(n, path), Site.of(stmt_of.get(id(n), n), path), op, name))
+    return out
+
+
+_AUG = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**", ast.MatMult: "@",
+        ast.FloorDiv: "//", ast.Mod: "%", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^"}

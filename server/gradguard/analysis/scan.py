@@ -1,4 +1,5 @@
-"""A text scan for functions that only ever run under ``torch.no_grad()`` (cheaper than walking the tree)."""
+"""A text scan for functions that only ever run under a context (``torch.no_grad()``,
+``allow_mutation_on_saved_tensors()``): cheaper than walking the tree."""
 
 from __future__ import annotations
 
@@ -13,6 +14,12 @@ _WITH_NG_RE = re.compile(r"^(\s*)(?:async\s+)?with\b.*\b(?:no_grad|inference_mod
 _DECO_NG_RE = re.compile(r"^\s*@.*\b(?:no_grad|inference_mode)\b")
 
 
+_WITH_AM_RE = re.compile(r"^(\s*)(?:async\s+)?with\b.*\ballow_mutation_on_saved_tensors\b")
+
+
+_NEVER_RE = re.compile(r"(?!)")
+
+
 _WORD_RE = re.compile(r"[A-Za-z_]\w*")
 
 
@@ -21,6 +28,17 @@ _STR_RE = re.compile(r"([\'\"])(?:\\.|(?!\1).)*\1")
 
 def no_grad_only(lines: list[str]) -> set[int]:
     """Functions (by the line of their ``def``) only ever referenced from no_grad code: they run under no_grad.
+    See ``context_only``."""
+    return context_only(lines, _WITH_NG_RE, _DECO_NG_RE)
+
+
+def allow_mutation_only(lines: list[str]) -> set[int]:
+    """Functions only ever referenced inside ``with torch.autograd.graph.allow_mutation_on_saved_tensors():``."""
+    return context_only(lines, _WITH_AM_RE, _NEVER_RE)
+
+
+def context_only(lines: list[str], with_re: re.Pattern[str], deco_re: re.Pattern[str]) -> set[int]:
+    """Functions (by the line of their ``def``) only ever referenced from code under a context: they run under it.
 
     A function is no-grad-only when it is decorated with no_grad, or when every reference to its name in the
     file (a call, or passing it around) sits inside a ``with torch.no_grad()`` block or inside another
@@ -50,7 +68,7 @@ def no_grad_only(lines: list[str]) -> set[int]:
         fn_of[no] = next((d for _i, k, d in reversed(stack) if k == "def"), 0)
         ng_of[no] = any(k == "ng" for _i, k, _d in stack)
         if stripped.startswith("@"):
-            deco_ng = deco_ng or bool(_DECO_NG_RE.match(text))
+            deco_ng = deco_ng or bool(deco_re.match(text))
             continue
         m = _DEF_RE.match(text)
         if m:
@@ -58,7 +76,7 @@ def no_grad_only(lines: list[str]) -> set[int]:
             if deco_ng:
                 decorated.add(no)
             stack.append((indent, "def", no))
-        elif _WITH_NG_RE.match(text):
+        elif with_re.match(text):
             stack.append((indent, "ng", 0))
         deco_ng = False
     refs: dict[str, list[tuple[bool, int]]] = {}

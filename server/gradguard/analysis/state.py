@@ -53,9 +53,11 @@ class State:
     autocast: bool = False
     allow_mutation: bool = False
     silent: bool = False  # a branch that only runs when autograd does not record (`if not x.requires_grad:`)
+    inference: bool = False  # inside inference_mode (no_grad is set too)
 
     def copy(self) -> State:
-        return State(dict(self.env), self.heap.copy(), self.no_grad, self.autocast, self.allow_mutation, self.silent)
+        return State(dict(self.env), self.heap.copy(), self.no_grad, self.autocast, self.allow_mutation, self.silent,
+                     self.inference)
 
     def branch(self) -> State:
         return self.copy()
@@ -97,4 +99,5 @@ def join_states(a: State | None, b: State | None) -> State | None:
                 va = _split(va, vb, a.heap, b.heap, memo)
                 vb = _split(vb, va, b.heap, a.heap, memo)
             env[k] = join(va, vb)
-    return State(env, a.heap.join(b.heap), a.no_grad, a.autocast, a.allow_mutation, a.silent and b.silent)
+    return State(env, a.heap.join(b.heap), a.no_grad, a.autocast, a.allow_mutation, a.silent and b.silent,
+                 a.inference)

@@ -11,6 +11,7 @@ from gradguard.analysis.common import (
     AUTOCAST_CTX,
     BINOPS,
     ENABLE_GRAD_CTX,
+    INFERENCE_MODE,
     MAX_LOOP_PRODUCT,
     NO_GRAD_CTX,
     OPSYM,
@@ -170,9 +171,9 @@ class Statements(AnalyzerCore):
             cur = self.ev(t.value, st, fr)
             if isinstance(cur, T) and isinstance(v, Const) and v.known:
                 new = cur.with_(rg=YES if v.value else NO)
-                if isinstance(t.value, ast.Name):
-                    st.env[t.value.id] = new
-                elif isinstance(t.value, ast.Attribute):
+                if not isinstance(t.value, ast.Attribute):  # `w.requires_grad = True`: w is now a leaf
+                    self.set_requires_grad(cur, v, t.value, st, fr)
+                else:
                     owner = self.ev(t.value.value, st, fr)
                     if isinstance(owner, Obj):
                         self.touched(owner)
@@ -182,6 +183,9 @@ class Statements(AnalyzerCore):
                             self.set_attr(owner, t.value.attr, new)
         elif isinstance(t, ast.Attribute):
             obj = self.ev(t.value, st, fr)
+            if isinstance(obj, T) and t.attr == "grad" and isinstance(v, T) and not obj.maybe_tensor:
+                for sto in obj.storages:  # `m.weight.grad = g`: module._apply(fn) later runs fn on it
+                    self.grads[sto] = v
             if isinstance(obj, Obj):
                 if t.attr in ("data", "grad"):
                     return
@@ -255,6 +259,7 @@ class Statements(AnalyzerCore):
             q = self.qual_of(d.func if isinstance(d, ast.Call) else d, st, fr)
             if q in NO_GRAD_CTX:
                 fi.no_grad = True
+                fi.inference = q == INFERENCE_MODE and self._mode_enabled(d)
         st.env[s.name] = Func(fi)
         if fr.func is None and fr.depth == 0 and self.mod.is_root:
             self.functions.append(fi)
@@ -277,6 +282,7 @@ class Statements(AnalyzerCore):
                     q = self.qual_of(d.func if isinstance(d, ast.Call) else d, st, fr)
                     if q in NO_GRAD_CTX:
                         fi.no_grad = True
+                        fi.inference = q == INFERENCE_MODE and self._mode_enabled(d)
                 ci.methods[b.name] = fi
                 if fr.depth == 0 and fr.func is None and root:
                     self.functions.append(fi)
@@ -411,12 +417,18 @@ class Statements(AnalyzerCore):
         return self._loop(s, st, fr, lambda state: self.ev(s.test, state, fr))
 
     def s_With(self, s: ast.With | ast.AsyncWith, st: State, fr: Frame) -> State | None:
-        saved_flags = (st.no_grad, st.autocast, st.allow_mutation)
+        saved_flags = (st.no_grad, st.autocast, st.allow_mutation, st.inference)
+        opened = -1
         for item in s.items:
             q = self.qual_of(item.context_expr.func if isinstance(item.context_expr, ast.Call) else item.context_expr,
                              st, fr)
+            if q == INFERENCE_MODE and not self._mode_enabled(item.context_expr):
+                continue  # inference_mode(False): grad mode as it was
             if q in NO_GRAD_CTX:
                 st.no_grad = True
+                if q == INFERENCE_MODE and not st.inference:
+                    st.inference = True
+                    opened = next_id()
             elif q in ENABLE_GRAD_CTX:
                 st.no_grad = False
             elif q == "torch.set_grad_enabled" and isinstance(item.context_expr, ast.Call) and item.context_expr.args:
@@ -432,17 +444,30 @@ class Statements(AnalyzerCore):
                     st.autocast = True
             elif q in ALLOW_MUT_CTX:
                 st.allow_mutation = True
+            elif q == "torch.autograd.graph.saved_tensors_hooks" and isinstance(item.context_expr, ast.Call) \
+                    and item.context_expr.args:
+                self.pack_hook(self.ev(item.context_expr.args[0], st, fr), item.context_expr, st, fr)
             else:
                 v = self.ev(item.context_expr, st, fr)
                 if item.optional_vars is not None:
                     self.assign(item.optional_vars, UNKNOWN if not isinstance(v, T) else v, st, fr, s)
         out = self.exec_block(s.body, st, fr)
+        if opened >= 0:  # tensors made from here to the end of the block are inference tensors
+            self.inference_spans.append((opened, next_id()))
         if out is not None:
-            out.no_grad, out.autocast, out.allow_mutation = saved_flags
+            out.no_grad, out.autocast, out.allow_mutation, out.inference = saved_flags
         # paths that returned inside keep their flags only for their own returns
         return out
 
     s_AsyncWith = s_With
+
+    @staticmethod
+    def _mode_enabled(node: ast.expr) -> bool:
+        """False for ``inference_mode(False)`` / ``inference_mode(mode=False)``."""
+        if not isinstance(node, ast.Call):
+            return True
+        flag = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "mode"), None)
+        return not (isinstance(flag, ast.Constant) and flag.value is False)
 
     def s_Try(self, s: ast.Try, st: State, fr: Frame) -> State | None:
         start = st.branch()
@@ -472,6 +497,19 @@ class Statements(AnalyzerCore):
         for case in s.cases:
             out = join_states(out, self.exec_block(case.body, st.branch(), fr))
         return join_states(out, st)
+
+    def rebind_expr(self, target: ast.expr, v: Val, st: State, fr: Frame) -> None:
+        """Give the expression ``target`` (a name, an attribute, an element of a list) the value ``v``: a method that
+        changes its receiver's flags in place (``y.requires_grad_()``, ``inputs[0].requires_grad_()``)."""
+        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
+                and isinstance(target.slice, ast.Constant) and isinstance(target.slice.value, int):
+            seq = st.env.get(target.value.id)
+            if isinstance(seq, Seq) and seq.items is not None and -len(seq.items) <= target.slice.value < len(seq.items):
+                items = list(seq.items)
+                items[target.slice.value] = v
+                st.env[target.value.id] = Seq.of(items, seq.kind)
+            return
+        self._rebind(target, v, st, fr)
 
     def _rebind(self, target: ast.expr, v: Val, st: State, fr: Frame) -> None:
         if isinstance(target, ast.Name):

@@ -54,6 +54,20 @@ class Training(AnalyzerCore):
                                    extra=(("step_stmt_span", ev.stmt), ("backward_line", bw_stmt.line),
                                           ("backward_stmt_span", bw_stmt))))
             break
+        if retain and self.bw_pending:
+            # a custom Function's backward writes into what it saved: the kept graph's next backward finds it changed
+            keep = []
+            for storages, prov, (wsite, wstmt, op, name), own in self.bw_pending:
+                alive = any(own in heap.saved.get(s, ()) for s in storages)
+                if alive and (prov & y.prov or not (prov and y.prov)):
+                    self.report(self.backward_write_hazard(
+                        wsite, wstmt, op, name, (own,),
+                        ((self.stmt_site(), "retain_graph keeps the graph for another backward, which finds the "
+                                            "tensor changed"),)))
+                else:
+                    keep.append((storages, prov, (wsite, wstmt, op, name), own))
+            self.bw_pending = keep
         if not retain:
             heap.freed = heap.freed | {(o, s) for (o, s, _c) in y.prov}
             heap.saved = {}
+            self.bw_pending = []

@@ -25,6 +25,9 @@ def next_id() -> int:
     return next(_ids)
 
 NO, MAYBE, YES = 0, 1, 2  # requires-grad lattice
+# views that torch will not let be modified in place (with grad on): one of several outputs of one node, made under
+# no_grad, made inside (or returned as-is by) a custom autograd.Function; views of them inherit it
+SPECIAL_VIEWS = ("multi", "nograd", "fnview")
 
 
 class Storage:
@@ -133,7 +136,7 @@ class T(Val):
     storages: frozenset[Storage]
     rg: int = MAYBE
     leaf: bool = False  # a leaf that requires grad, or a view of one
-    view: str | None = None  # None | "view" | "multi" | "nograd"
+    view: str | None = None  # None | "view" | one of SPECIAL_VIEWS
     view_op: str = ""
     maybe_tensor: bool = False  # an unknown value (parameter, unknown call) that may be a tensor
     maybe_tuple: bool = False  # output of a module call: unpacking it is not unbinding a tensor
@@ -197,6 +200,7 @@ class FuncInfo:
     cls: ClassInfo | None = None
     closure: dict[str, Val] | None = None
     no_grad: bool = False
+    inference: bool = False  # decorated with @torch.inference_mode()
     is_static: bool = False
     is_classmethod: bool = False
     mod: ModuleCtx | None = None  # where it is defined (its globals, its source lines)
@@ -338,7 +342,7 @@ def join(a: Val, b: Val) -> Val:
         return a
     if isinstance(a, T) and isinstance(b, T):
         return T(a.storages | b.storages, rg=max(a.rg, b.rg), leaf=a.leaf or b.leaf,
-                 view=a.view if a.view in ("multi", "nograd") else b.view if b.view in ("multi", "nograd") else
+                 view=a.view if a.view in SPECIAL_VIEWS else b.view if b.view in SPECIAL_VIEWS else
                  (a.view or b.view), view_op=a.view_op or b.view_op,
                  maybe_tensor=a.maybe_tensor and b.maybe_tensor, maybe_tuple=a.maybe_tuple or b.maybe_tuple,
                  prov=a.prov | b.prov, alias_of=a.alias_of or b.alias_of, alias_site=a.alias_site or b.alias_site,

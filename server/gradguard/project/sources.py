@@ -41,6 +41,7 @@ class SourceFile:
     _stars: list[ast.ImportFrom] | None = None
     _lines: list[str] | None = None
     _ng_only: set[int] | None = None
+    _am_only: set[int] | None = None
     extra: dict[str, object] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
