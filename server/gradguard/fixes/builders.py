@@ -13,7 +13,7 @@ import ast
 import re
 import textwrap
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -29,7 +29,7 @@ ESCAPE_HATCH = "torch.autograd.graph.allow_mutation_on_saved_tensors()"
 OUT_OF_PLACE = {n + "_": n for n in """
 abs absolute acos acosh add addbmm addcdiv addcmul addmm addmv addr asin asinh atan atan2 atanh baddbmm
 bitwise_and bitwise_not bitwise_or bitwise_xor ceil clamp clamp_max clamp_min clip copysign cos cosh cumprod
-cumsum deg2rad digamma div divide erf erfc erfinv exp exp2 expm1 fix float_power floor floor_divide fmod frac
+cumsum deg2rad detach digamma div divide erf erfc erfinv exp exp2 expm1 fix float_power floor floor_divide fmod frac
 hypot i0 index_add index_copy index_fill index_put lerp lgamma log log10 log1p log2 logical_and logical_not
 logical_or logical_xor logit masked_fill masked_scatter mul multiply mvlgamma nan_to_num neg negative nextafter
 pow rad2deg reciprocal relu remainder renorm round rsqrt scatter scatter_add scatter_reduce sgn sigmoid sign
@@ -548,6 +548,9 @@ def _method(ctx: Ctx) -> list[Fix]:
     oop = ctx.ex.get("out_of_place") or OUT_OF_PLACE.get(name)
     fixes: list[Fix] = []
     tree = st.tree
+    if any(isinstance(lam, ast.Lambda) and any(x is call for x in ast.walk(lam.body)) for lam in ast.walk(tree)):
+        # inside a lambda (a pack hook, a map): no statement to add, so the call itself goes out of place
+        return [f for f in _nested_method(ctx, st, call, oop) if ":=" not in f.title]
     # 1. The whole statement is an in-place chain on an assignable root: rebind the root.
     if isinstance(tree, ast.Expr):
         calls, root = _chain(tree.value)
@@ -559,17 +562,33 @@ def _method(ctx: Ctx) -> list[Fix]:
     if code in ("GG101",) and isinstance(call.func.value, (ast.Name, ast.Subscript, ast.Attribute)):
         fixes += _clone_before(ctx, base if isinstance(call.func.value, ast.Subscript) else call.func.value, st,
                                None, code)
-    if code == "GG301":
+    if code in ("GG301", "GG304"):
         fixes = _leaf_fixes(ctx, st, fixes, call.func.value)
     if code == "GG302" and isinstance(base, ast.Name):
         fixes += _index_instead_of_iterating(ctx, base.id)
+    if code == "GG302":
+        fixes += _nograd_view_write(ctx, st)
     return fixes
+
+
+def _nograd_view_write(ctx: Ctx, st: Stmt) -> list[Fix]:
+    """A view made under no_grad: write through it under no_grad too (as it was made; autograd does not record
+    the write, which it could not do for that view anyway)."""
+    if ctx.f.facts.get("kind") != "view_nograd" or not ctx.own_lines(st.span) or _in_no_grad(ctx) or \
+            not re.search(r"^\s*import torch\b", ctx.source, re.M):
+        return []
+    ind = ctx.indent(st.span.line)
+    unit = ctx.indent_unit(st.span.line)
+    edits = [_insert(st.span.line, 1, f"{ind}with torch.no_grad():{ctx.nl}{unit}")]
+    edits += [_insert(j, 1, unit) for j in range(st.span.line + 1, st.span.end_line + 1) if ctx.lines[j - 1].strip()]
+    return [Fix("Write under `with torch.no_grad():`, as the view was made (autograd does not record the write)",
+                False, tuple(edits), kind="no-grad")]
 
 
 def _rebind_chain(ctx: Ctx, st: Stmt, calls: list[ast.Call], root: ast.AST, flagged: ast.Call,
                   oop: str | None) -> list[Fix]:
     code = ctx.f.code
-    if code == "GG301" and _is_parameter_attr(ctx, root):
+    if code in ("GG301", "GG304") and _is_parameter_attr(ctx, root):
         return []  # a Parameter attribute cannot be rebound to a plain tensor
     if code == "GG101" and isinstance(root, ast.Attribute) and _is_parameter_attr(ctx, root):
         return []
@@ -651,7 +670,7 @@ def _function(ctx: Ctx) -> list[Fix]:
     fixes: list[Fix] = []
     csp = st.span_of(call)
     if isinstance(st.tree, ast.Expr) and st.tree.value is call and _assignable(arg):
-        if not (code in ("GG301", "GG101") and _is_parameter_attr(ctx, arg)):
+        if not (code in ("GG301", "GG304", "GG101") and _is_parameter_attr(ctx, arg)):
             safe = isinstance(arg, ast.Name) and code == "GG101" and ctx.private(arg.id)
             fixes.append(Fix(f"Rewrite `{_short(st.text)}` as `{atext} = {new_call}`", safe,
                              (_insert(st.span.line, st.span.column, f"{atext} = "), *edits_inner),
@@ -666,7 +685,7 @@ def _function(ctx: Ctx) -> list[Fix]:
             ctx.private(arg.id)
         fixes.append(Fix(f"Use out-of-place `{new_call}` (`{_short(atext, 24)}` itself is no longer modified)",
                          safe, tuple(edits_inner), kind="out-of-place"))
-    if code == "GG301":
+    if code in ("GG301", "GG304"):
         fixes = _leaf_fixes(ctx, st, fixes, arg)
     return fixes
 
@@ -740,7 +759,7 @@ def _augassign(ctx: Ctx) -> list[Fix]:
     fixes: list[Fix] = []
     ttext = st.source_of(target)
     vtext_full = st.source_of(value)
-    if _assignable(target) and not (code in ("GG301", "GG101") and _is_parameter_attr(ctx, target)):
+    if _assignable(target) and not (code in ("GG301", "GG304", "GG101") and _is_parameter_attr(ctx, target)):
         tsp, vsp = st.span_of(target), st.span_of(value)
         between = ctx.text(Span(tsp.end_line, tsp.end_column, vsp.line, vsp.column))
         op = ctx.ex.get("op") or (ctx.m.name[:-1] if ctx.m.name.endswith("=") else "")
@@ -765,10 +784,12 @@ def _augassign(ctx: Ctx) -> list[Fix]:
         fixes += _clone_before(ctx, _root(target), st, value, code)
     elif code == "GG101" and isinstance(target, ast.Name):
         fixes += _clone_before(ctx, target, st, None, code)
-    if code == "GG301":
+    if code in ("GG301", "GG304"):
         fixes = _leaf_fixes(ctx, st, fixes, target)
     if code == "GG302" and isinstance(_root(target), ast.Name):
         fixes += _index_instead_of_iterating(ctx, _root(target).id)  # type: ignore[attr-defined]
+    if code == "GG302":
+        fixes += _nograd_view_write(ctx, st)
     return fixes
 
 
@@ -784,6 +805,17 @@ def _leaf_fixes(ctx: Ctx, st: Stmt, fixes: list[Fix], target: ast.AST) -> list[F
     update = ".grad" in text or _is_parameter_attr(ctx, target) or (
         isinstance(target, ast.Attribute) and not fixes)
     wrap: list[Fix] = []
+    loop = _sp(ctx.f.mutation.extra.get("param_loop")) if ctx.f.mutation is not None else None
+    if loop is not None and ctx.own_lines(loop) and not _in_no_grad(ctx) and \
+            re.search(r"^\s*import torch\b", ctx.source, re.M):
+        # GG304: the whole update loop runs under no_grad, as an optimizer's step does
+        ind = ctx.indent(loop.line)
+        unit = ctx.indent_unit(loop.line)
+        edits = [_insert(loop.line, 1, f"{ind}with torch.no_grad():{ctx.nl}{unit}")]
+        edits += [_insert(j, 1, unit) for j in range(loop.line + 1, loop.end_line + 1) if ctx.lines[j - 1].strip()]
+        wrap.append(Fix("Run the update loop under `with torch.no_grad():` (as optimizer.step() does)", False,
+                        tuple(edits), kind="no-grad"))
+        update = True
     if ctx.own_lines(st.span) and not _in_no_grad(ctx) and re.search(r"^\s*import torch\b", ctx.source, re.M):
         ind = ctx.indent(st.span.line)
         unit = ctx.indent_unit(st.span.line)
@@ -1232,7 +1264,55 @@ def _loop_escape_hatch(ctx: Ctx, step: Span, bw: Span) -> list[Fix]:
 
 # -----------------------------------------------------------------------------------------------------------
 
+def _foreach(ctx: Ctx) -> list[Fix]:
+    """``torch._foreach_add_(ys, 1.0)`` as a statement: ``ys = torch._foreach_add(ys, 1.0)`` (a new list; the
+    tensors that were saved keep their values)."""
+    st = ctx.stmt()
+    if st is None or not isinstance(st.tree, ast.Expr):
+        return []
+    call = st.find(_sp(ctx.ex.get("call_span")), ast.Call)
+    if not isinstance(call, ast.Call) or call is not st.tree.value or not call.args:
+        return []
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr.startswith("_foreach_") and func.attr.endswith("_")):
+        return []
+    first = call.args[0]
+    if not isinstance(first, (ast.Name, ast.Attribute)):
+        return []
+    text = st.source_of(first)
+    name_sp = _attr_name_span(st, call)
+    edits = (_insert(st.span.line, st.span.column, f"{text} = "), _replace(name_sp, func.attr[:-1]))
+    fixes = [Fix(f"Rewrite as `{text} = ...{func.attr[:-1]}(...)` (a new list; the saved tensors keep their values)",
+                 False, edits, kind="out-of-place")]
+    if ctx.f.code in ("GG301", "GG304"):
+        fixes = _leaf_fixes(ctx, st, fixes, first)
+    return fixes
+
+
+def _apply_view_arg(ctx: Ctx) -> list[Fix]:
+    """``Fn.apply(base[:, 0])`` whose Function mark_dirty's that view and returns several tensors: pass a copy
+    (``base[:, 0].clone()``), which is not a view (``base`` itself is then no longer modified)."""
+    st = ctx.stmt()
+    if st is None:
+        return []
+    arg = st.find(_sp(ctx.ex.get("arg_span")))
+    if arg is None:
+        return []
+    asp = st.span_of(arg)
+    text = _paren(st.source_of(arg), arg)
+    edits: list[Edit] = []
+    if text != st.source_of(arg):
+        edits.append(_insert(asp.line, asp.column, "("))
+        edits.append(_insert(asp.end_line, asp.end_column, ").clone()"))
+    else:
+        edits.append(_insert(asp.end_line, asp.end_column, ".clone()"))
+    return [Fix(f"Pass a copy: `{_short(st.source_of(arg), 32)}.clone()` (the tensor it views is no longer modified)",
+                False, tuple(edits), kind="out-of-place")]
+
+
 _BUILDERS: dict[str, Callable[[Ctx], list[Fix]]] = {
+    "foreach": _foreach,
+    "apply": _apply_view_arg,
     "method": _method,
     "function": _function,
     "augassign": _augassign,
@@ -1246,7 +1326,9 @@ _BUILDERS: dict[str, Callable[[Ctx], list[Fix]]] = {
     "step": _step,
 }
 
-_NEVER_DETACH = ("GG101", "GG102", "GG103", "GG104")
+_NEVER_DETACH = ("GG101", "GG102", "GG103", "GG104", "GG105", "GG106")
+_AS_SAVED = ("GG106",)
+_NO_ORIGINAL_VALUES = ("out_rg", "neg_slope")
 
 
 def build_fixes(finding: Finding, source: str, lines: Sequence[str]) -> list[Fix]:
@@ -1257,7 +1339,12 @@ def build_fixes(finding: Finding, source: str, lines: Sequence[str]) -> list[Fix
     builder = _BUILDERS.get(m.kind)
     if builder is None:
         return []
-    ctx = Ctx(finding, source, lines)
+    # an index tensor saved by indexing is fixed as any saved tensor is
+    if finding.code in _AS_SAVED:
+        finding_as = replace(finding, code="GG103" if m.kind == "setitem" else "GG101")
+    else:
+        finding_as = finding
+    ctx = Ctx(finding_as, source, lines)
     try:
         fixes = builder(ctx)
         if finding.code in _NEVER_DETACH:
@@ -1271,6 +1358,10 @@ def build_fixes(finding: Finding, source: str, lines: Sequence[str]) -> list[Fix
         return []
     if finding.code in _NEVER_DETACH:
         fixes = [f for f in fixes if f.kind != "detach"]
+    if finding.facts.get("kind") in _NO_ORIGINAL_VALUES:
+        # the original never computes its values (out= with grad raises at the call; leaky_relu_ with a negative
+        # slope in backward, even under allow_mutation): "same values as the original" cannot be claimed
+        fixes = [Fix(f.title, False, f.edits, f.preferred, f.kind) for f in fixes]
     out: list[Fix] = []
     seen: set[tuple[Edit, ...]] = set()
     for f in fixes:

@@ -11,14 +11,18 @@ from gradguard.rules.gg101 import InplaceOnSaved
 from gradguard.rules.gg102 import InplaceActivationOnSaved
 from gradguard.rules.gg103 import SetitemOnSaved
 from gradguard.rules.gg104 import OutArgOnSaved
+from gradguard.rules.gg105 import SavedTensorModifiedInBackward
+from gradguard.rules.gg106 import InplaceOnSavedIndex
 from gradguard.rules.gg201 import CarriedState
 from gradguard.rules.gg202 import StepBetweenBackward
 from gradguard.rules.gg301 import InplaceOnLeaf
 from gradguard.rules.gg302 import InplaceOnSpecialView
+from gradguard.rules.gg303 import InplaceOnInferenceTensor
+from gradguard.rules.gg304 import ParameterUpdateOutsideNoGrad
 
 ALL_RULES: tuple[type[Rule], ...] = (
-    InplaceOnSaved, InplaceActivationOnSaved, SetitemOnSaved, OutArgOnSaved,
-    CarriedState, StepBetweenBackward, InplaceOnLeaf, InplaceOnSpecialView,
+    InplaceOnSavedIndex, InplaceOnSaved, InplaceActivationOnSaved, SetitemOnSaved, OutArgOnSaved, SavedTensorModifiedInBackward,
+    CarriedState, StepBetweenBackward, ParameterUpdateOutsideNoGrad, InplaceOnLeaf, InplaceOnSpecialView, InplaceOnInferenceTensor,
 )
 BY_CODE = {r.code: r for r in ALL_RULES}
 

@@ -22,6 +22,10 @@ keep their input. Every tensor has a version counter that each in-place op bumps
 a saved tensor whose version changed, it raises *one of the variables needed for gradient computation has
 been modified by an inplace operation*. `x * 2` saves nothing, so `y = x * 2; y += 1` is fine; `y = x.exp();
 y += 1` is not.
+
+A saved-tensor pack hook (`torch.autograd.graph.saved_tensors_hooks(pack, unpack)`, or
+`grad_fn._raw_saved_self.register_hooks`) is handed the very tensor being saved: modifying it in place there
+raises *A saved tensor pack hook is modifying its input in place* during the forward.
 """
     fix = """
 Rewrite the mutation out of place and keep the name: `x += y` becomes `x = x + y`, `x.mul_(2)` becomes
@@ -50,6 +54,19 @@ ln = nn.LayerNorm(8)
 x = torch.randn(2, 8, requires_grad=True) * 1.0
 x += ln(x)  # LayerNorm saved its input x
 x.sum().backward()
+""", """
+import torch
+
+
+def pack(t):
+    t.mul_(0.5)  # the tensor autograd is saving
+    return t
+
+
+a = torch.randn(5, requires_grad=True)
+with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+    y = a.exp()
+y.sum().backward()
 """)
     VALID = ("""
 import torch
@@ -65,13 +82,29 @@ x = torch.randn(3, requires_grad=True)
 y = x.exp()
 y = y + 1
 y.sum().backward()
+""", """
+import torch
+
+
+def pack(t):
+    t = t.mul(0.5)
+    return t
+
+
+a = torch.randn(5, requires_grad=True)
+with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t * 2):
+    y = a.exp()
+y.sum().backward()
 """)
 
     @classmethod
     def matches(cls, h: Hazard) -> bool:
-        return h.kind == "saved" and h.form in ("method", "function", "augassign")
+        return (h.kind == "saved" and h.form in ("method", "function", "augassign", "foreach")) or h.kind == "pack_hook"
 
     @classmethod
     def message(cls, h: Hazard) -> str:
+        if h.kind == "pack_hook":
+            return (f"{h.op} modifies `{h.target}` in place inside a saved-tensor pack hook: `{h.target}` is the "
+                    f"tensor autograd is saving for backward")
         what = f"`{h.target} {h.op}`" if h.form == "augassign" else f"{h.op}"
         return f"{what} modifies `{h.target}` in place, but it is {_target_phrase(h)}"

@@ -14,6 +14,10 @@ output (`ReLU`, `Sigmoid`, `Tanh`, `LeakyReLU(inplace=True)`, `exp`...) or when 
 (a `Linear`/`LayerNorm` elsewhere consumed the same tensor, `F.normalize` saved it). An in-place activation
 also saves its own output, so two in-place ops in a row (`LeakyReLU(inplace=True)` then
 `Dropout(inplace=True)`) break too.
+
+An in-place `leaky_relu` (or an evaluation-mode `rrelu_`) with a negative slope breaks on its own: its
+backward reads the sign of the input from the output it overwrote, which a negative slope makes ambiguous,
+so torch raises *In-place leakyReLu backward calculation is triggered with a negative slope*.
 """
     fix = """
 Drop `inplace=True` (or set it to False) on the activation that follows the saving op. The memory saved by
@@ -33,6 +37,14 @@ x = torch.randn(4, 8, requires_grad=True)
 h = torch.sigmoid(x)
 h = F.dropout(h, p=0.5, inplace=True)  # sigmoid saved its output
 h.sum().backward()
+""", """
+import torch
+import torch.nn.functional as F
+
+x = torch.randn(4, 8, requires_grad=True)
+h = F.linear(x, torch.randn(8, 8))
+h = F.leaky_relu(h, -0.2, inplace=True)  # a negative slope: the in-place backward cannot recover the sign
+h.sum().backward()
 """)
     VALID = ("""
 import torch
@@ -47,14 +59,25 @@ import torch.nn as nn
 model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(inplace=True), nn.Dropout(0.5, inplace=True), nn.Linear(8, 2))
 model.eval()  # dropout does nothing in eval mode
 model(torch.randn(2, 4, requires_grad=True)).sum().backward()
+""", """
+import torch
+import torch.nn.functional as F
+
+x = torch.randn(4, 8, requires_grad=True)
+h = F.linear(x, torch.randn(8, 8))
+h = F.leaky_relu(h, 0.2, inplace=True)
+h.sum().backward()
 """)
 
     @classmethod
     def matches(cls, h: Hazard) -> bool:
-        return h.kind == "saved" and h.form in ("inplace_kwarg", "module_call", "module_entry")
+        return (h.kind == "saved" and h.form in ("inplace_kwarg", "module_call", "module_entry")) or h.kind == "neg_slope"
 
     @classmethod
     def message(cls, h: Hazard) -> str:
+        if h.kind == "neg_slope":
+            return (f"{h.op} overwrites `{h.target}` with a negative slope ({h.get('slope'):g}): its in-place backward "
+                    f"cannot tell the input's sign from the output, so backward raises")
         r = h.saves[0] if h.saves else None
         if r is None:
             return f"{h.op} overwrites a tensor saved for backward"

@@ -6,15 +6,25 @@ class InplaceOnSpecialView(Rule):
     code = "GG302"
     name = "inplace-on-multi-output-view"
     summary = ("In-place op on a view returned by a multi-output view op (`unbind`, `split`, `chunk`, iterating "
-               "a tensor) or on a view made under `no_grad`.")
+               "a tensor), on a view made under `no_grad`, or on a view a custom autograd.Function returned.")
     why = """
 `q, k, v = x.chunk(3)`, `x.unbind(0)`, `x.split(n)` and `for row in x` return views produced by one autograd
 node with several outputs; autograd cannot rebase such a node when one view changes in place, so torch
 raises *Output 0 of UnbindBackward0 is a view and is being modified inplace* at the call. Likewise a view
 created under `no_grad` of a tensor that requires grad cannot be modified in place once grad mode is back on.
+
+A custom `autograd.Function` whose forward returns a view (`x.view_as(x)`, `buf.select(0, 0)`) or returns an
+input as-is gives a view that autograd cannot rebase either: its custom backward would be replaced, so torch
+raises *Output 0 of MyFn is a view and is being modified inplace* (or the no_grad variant of the message). A
+Function that `mark_dirty`s an input that is itself a view may return only one tensor.
+
+`detach_()` on any view (`x[0]`, `x.view(-1)`, `x.t()`, a `split` output) raises *Can't detach views in-place.
+Use detach() instead*, with or without grad: the view shares its autograd metadata with its base.
 """
     fix = """
-Rewrite out of place (`q = q * scale`, `h = h.squeeze(0)`), or `.clone()` the view before modifying it.
+Rewrite out of place (`q = q * scale`, `h = h.squeeze(0)`), or `.clone()` the view before modifying it. For a
+custom Function, return a fresh tensor (`x.clone()`) from its forward, or `.clone()` the view it returns.
+For `v.detach_()` on a view, rebind out of place: `v = v.detach()`.
 """
     INVALID = ("""
 import torch
@@ -23,7 +33,25 @@ x = torch.randn(4, 6, requires_grad=True) * 1.0
 q, k, v = x.chunk(3, dim=-1)
 q *= 0.5
 (q + k + v).sum().backward()
-""",)
+""", """
+import torch
+
+
+class Scale(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.view_as(x)  # a view: autograd treats the output as made inside the Function
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+x = torch.randn(4, requires_grad=True)
+y = Scale.apply(x * 1.0)
+y.mul_(2)
+y.sum().backward()
+""")
     VALID = ("""
 import torch
 
@@ -31,15 +59,42 @@ x = torch.randn(4, 6, requires_grad=True) * 1.0
 q, k, v = x.chunk(3, dim=-1)
 q = q * 0.5
 (q + k + v).sum().backward()
-""",)
+""", """
+import torch
+
+
+class Scale(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+x = torch.randn(4, requires_grad=True)
+y = Scale.apply(x * 1.0)
+y.mul_(2)
+y.sum().backward()
+""")
 
     @classmethod
     def matches(cls, h: Hazard) -> bool:
-        return h.kind in ("view_multi", "view_nograd")
+        return h.kind in ("view_multi", "view_nograd", "view_fn", "dirty_view", "view_detach")
 
     @classmethod
     def message(cls, h: Hazard) -> str:
         src = h.get("view_op") or "a multi-output view op"
+        if h.kind == "view_fn":
+            return (f"{h.op} modifies `{h.target}` in place, but it is a view returned by {src}: made inside a custom "
+                    f"Function's forward (or an input returned as-is), whose backward autograd cannot rewrite")
+        if h.kind == "view_detach":
+            return (f"detach_() on `{h.target}`, a view ({src}): torch cannot detach a view in place (it shares "
+                    f"autograd metadata with its base)")
+        if h.kind == "dirty_view":
+            return (f"{h.op} marks `{h.target}` dirty, a view of another tensor, and returns {h.get('outputs')} "
+                    f"tensors: a Function that modifies a view in place may return only one")
         if h.kind == "view_nograd":
             return f"{h.op} modifies `{h.target}` in place, but it is a view made under no_grad ({src}) of a tensor that requires grad"
         return f"{h.op} modifies `{h.target}` in place, but it is one of several views returned by {src}"
