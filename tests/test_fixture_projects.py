@@ -20,17 +20,12 @@ import pytest
 from gradguard.api import check_paths
 from gradguard.config import Config
 from gradguard.project import Project, SearchPath, workspace_roots
+from test_fixtures_run import INPLACE_ERRORS
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECTS = ROOT / "tests" / "fixtures" / "projects"
 CASES = sorted(p for p in PROJECTS.iterdir() if (p / "main.py").is_file())
 EXPECT_RE = re.compile(r"#\s*expect:\s*([A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)\s*$")
-INPLACE_ERRORS = (
-    "modified by an inplace operation",
-    "a leaf Variable that requires grad is being used in an in-place operation",
-    "is a view and is being modified inplace",
-    "A view was created in no_grad mode",
-)
 
 
 def site_dirs(case: Path) -> list[Path]:

@@ -23,6 +23,12 @@ INPLACE_ERRORS = (
     "a leaf Variable that requires grad is being used in an in-place operation",
     "is a view and is being modified inplace",
     "A view was created in no_grad mode",
+    "In-place leakyReLu backward calculation is triggered with a negative slope",
+    "functions with out=... arguments don't support automatic differentiation",
+    "Inplace update to inference tensor outside InferenceMode",
+    "A saved tensor pack hook is modifying its input in place",
+    "If your Function modifies inplace an input that is a view of another Tensor",
+    "Can't detach views in-place",
 )
 
 # Imports torch once, then forks a child per script: the child runs it as __main__ with its own stderr.
