@@ -158,11 +158,16 @@ class ProjectModel:
         with self._lock:
             return norm(path) in self._overlays
 
-    def changed_on_disk(self, paths: Iterable[str]) -> None:
+    def changed_on_disk(self, paths: Iterable[str]) -> bool:
+        """Mark ``paths`` changed for every project. True when one of them could not be read before: no analysis
+        lists it among what it read, so every open document may depend on it."""
         ps = {norm(p) for p in paths}
         with self._lock:
+            unreadable = False
             for e in self._projects.values():
                 e.dirty |= ps
+                unreadable = unreadable or any(p in e.project.unreadable for p in ps)
+        return unreadable
 
     def forget_roots(self) -> None:
         """A pyproject.toml or the settings changed: import roots and interpreters are looked up again."""
@@ -205,11 +210,13 @@ class ProjectModel:
             project = build_project(list(folders) or list(roots), config.root or "", src, python=python,
                                     use_site=not ip.error)
             entry = _Entry(project, python=python)
-            self._projects[key] = entry
-            while len(self._projects) > MAX_PROJECTS:
-                self._projects.popitem(last=False)
+            with self._lock:  # the event loop iterates the projects (changed_on_disk)
+                self._projects[key] = entry
+                while len(self._projects) > MAX_PROJECTS:
+                    self._projects.popitem(last=False)
         else:
-            self._projects.move_to_end(key)
+            with self._lock:
+                self._projects.move_to_end(key)
         self._sync(entry)
         return entry.project
 

@@ -531,7 +531,7 @@ class Controller:
         if self.settings.run == "onType":
             delay, hold = self.debounce(u)
             self.schedule(u, delay, hold=hold)
-            self.schedule_dependents(u, delay)
+            self.schedule_dependents(u, delay, hold)
         else:
             self.supersede(u)
 
@@ -539,6 +539,8 @@ class Controller:
         u = self.unit_for(params.text_document.uri)
         if u is not None:
             self.schedule(u, 0.0)
+            if self.settings.run != "onType":  # on type, they were re-checked after the edit already
+                self.schedule_dependents(u, 0.0)
 
     def on_did_close(self, params: T.DidCloseTextDocumentParams) -> None:
         uri = params.text_document.uri
@@ -675,13 +677,14 @@ class Controller:
             return 0.0, 0.0
         return (0.0, now + d) if quiet else (d, 0.0)
 
-    def schedule_dependents(self, u: Unit, delay: float) -> None:
+    def schedule_dependents(self, u: Unit, delay: float, hold: float = 0.0) -> None:
         path = None if u.notebook else _uri_path(u.key)
         if path:
-            self.recheck_dependents([path], delay, exclude=u)
+            # Held a little longer than the edited document: its own diagnostics are published first.
+            self.recheck_dependents([path], delay, exclude=u, hold=hold + 0.001 if hold else 0.0)
 
     def recheck_dependents(self, paths: list[str], delay: float, exclude: Unit | None = None,
-                           everyone: bool = False) -> None:
+                           everyone: bool = False, hold: float = 0.0) -> None:
         """Re-check the open documents whose last analysis read one of ``paths`` (all of them with ``everyone``),
         after the edited document (lower priority on the lane). Pull clients are asked to pull again."""
         keys: set[str] = set()
@@ -695,7 +698,7 @@ class Controller:
                 self.supersede(v)  # its next pull checks it again
                 refresh = True
             else:
-                self.schedule(v, delay, priority=DEPENDENT)
+                self.schedule(v, delay, priority=DEPENDENT, hold=hold)
         if refresh:
             self.refresh_soon(delay)
 
@@ -984,6 +987,7 @@ class Controller:
         if config_changed:
             self.configs.clear()
             self.model.forget_roots()
+            self.model.changed_on_disk(changed)  # every document is checked again: with these files read anew
             with self._lock:
                 self._shown.clear()  # a pyproject.toml that is still wrong after an edit says so again
             self.refresh_all()
@@ -994,8 +998,8 @@ class Controller:
         """Python files changed on disk: the projects forget them, and the open documents that read them are
         checked again (every open document when a file appeared or disappeared: an import may now resolve
         elsewhere)."""
-        self.model.changed_on_disk(paths)
-        self.recheck_dependents(paths, self.settings.debounce_ms / 1000.0, everyone=created_or_deleted)
+        unreadable = self.model.changed_on_disk(paths)
+        self.recheck_dependents(paths, self.settings.debounce_ms / 1000.0, everyone=created_or_deleted or unreadable)
 
     # ------------------------------------------------------------------------------------- code actions
     def _entries_at(self, uri: str, rng: T.Range) -> tuple[Unit | None, list[Entry]]:
