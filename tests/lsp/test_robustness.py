@@ -176,12 +176,12 @@ async def test_internal_error_is_logged_and_document_gets_nothing(tmp_path):
     hook.mkdir()
     (hook / "sitecustomize.py").write_text(
         "import gradguard.api as api\n"
-        "_orig = api.check_source\n"
-        "def check_source(source, path='<string>', *a, **k):\n"
+        "_orig = api.check_text\n"
+        "def check_text(source, path='<string>', *a, **k):\n"
         "    if 'BOOM' in source:\n"
         "        raise RuntimeError('simulated analyzer bug')\n"
         "    return _orig(source, path, *a, **k)\n"
-        "api.check_source = check_source\n")
+        "api.check_text = check_text\n")
     log_file = tmp_path / "server.log"
     async with session(env=server_env(str(hook)), init={"logFile": str(log_file), "debounceMs": 0}) as c:
         uri = (tmp_path / "boom.py").as_uri()

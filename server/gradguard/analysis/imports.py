@@ -9,6 +9,7 @@ as before: torch names are understood through the knowledge table.
 from __future__ import annotations
 
 import ast
+import builtins
 
 from gradguard.analysis.common import MAX_DEPTH, Frame
 from gradguard.analysis.core import AnalyzerCore
@@ -16,6 +17,8 @@ from gradguard.analysis.namespace import ModuleCtx
 from gradguard.analysis.state import Heap, State
 from gradguard.analysis.values import UNKNOWN, ModV, Ref, Val
 from gradguard.project.resolver import Module
+
+_BUILTINS = frozenset(dir(builtins))
 
 
 class Imports(AnalyzerCore):
@@ -94,7 +97,10 @@ class Imports(AnalyzerCore):
         mod.evaluating.add(name)
         if not bindings:
             try:
-                v = self._from_stars(mod, name) or self._submodule(mod, name)
+                # A package's submodule first: finding that a name is not bound by ``from .x import *`` in a
+                # package's __init__ (transformers: 546 of them under TYPE_CHECKING, each star-importing its
+                # modeling files) reads every module they lead to.
+                v = self._submodule(mod, name) or self._from_stars(mod, name)
             finally:
                 mod.evaluating.discard(name)
             if v is not None:
@@ -126,7 +132,9 @@ class Imports(AnalyzerCore):
         return v
 
     def _from_stars(self, mod: ModuleCtx, name: str) -> Val | None:
-        if name.startswith("_"):
+        if name.startswith("_") or name in _BUILTINS:
+            # A builtin (``globals``, ``len``) is looked up here before it is taken for the builtin: walking the star
+            # imports for it read every module a package's __init__ star-imports (2,188 for transformers/models).
             return None
         stars = list(mod.stars)
         src = mod.source

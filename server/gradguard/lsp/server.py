@@ -34,6 +34,7 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from gradguard import __version__
 from gradguard.lsp.convert import Entry, Mapper, Segment, split_lines, to_entry
+from gradguard.lsp.projects import BACKGROUND, DEPENDENT, EDITED, Lane, ProjectModel, manual_gc, norm
 from gradguard.lsp.settings import ConfigCache, Settings, effective_config, excluded, parse_settings
 from gradguard.model import Finding, Related
 
@@ -66,6 +67,10 @@ class Result:
     path: str = ""
     config: Any = None
     verified: set[int] | None = None  # ids of the findings whose preferred safe fix holds (None: not yet known)
+    project: Any = None  # the project it was checked in (None: a file on its own)
+    deps: list[str] = field(default_factory=list)  # other modules its analysis read (absolute paths)
+    # findings its context revealed in other files: path -> (that file's text as analysed, findings with fixes)
+    elsewhere: dict[str, tuple[str, list[Finding]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -78,6 +83,7 @@ class Unit:
     last_good: Result | None = None
     published: set[str] = field(default_factory=set)
     running: concurrent.futures.Future[Any] | None = None  # the analysis of this unit in a worker thread now
+    last_change: float = float("-inf")  # loop time of the last didChange (speculative start, see on_did_change)
 
 
 @dataclass
@@ -86,6 +92,7 @@ class Snapshot:
     version: int | None
     path: str | None
     segments: list[Segment]
+    folders: tuple[str, ...] = ()  # the workspace folders (import roots) when it was taken
 
 
 class _InvalidRequest:
@@ -206,6 +213,30 @@ def _uri_path(uri: str) -> str | None:
         return None
 
 
+def _elsewhere_key(v: tuple[str, list[Finding]] | None) -> Any:
+    if v is None:
+        return None
+    text, fs = v
+    return len(text), hash(text), tuple((f.code, f.line, f.column, f.message) for f in fs)
+
+
+def _with_fixes(elsewhere: dict[str, list[Finding]], project: Any) -> dict[str, tuple[str, list[Finding]]]:
+    """Findings revealed in other files, with the text they refer to and their fixes (as ``merge_results`` does)."""
+    from gradguard.fixes import attach_fixes
+
+    out = {}
+    for p, fs in elsewhere.items():
+        sf = project.source(p)
+        if sf is None:
+            continue
+        try:
+            attach_fixes(fs, sf.text)
+        except Exception:  # pragma: no cover - a fix bug must not cost the diagnostics
+            log.debug("attach_fixes failed for %s", p, exc_info=True)
+        out[p] = (sf.text, fs)
+    return out
+
+
 def _touched_lines(f: Finding) -> set[int]:
     out = set(range(f.line, max(f.end_line, f.line) + 1))
     for r in f.related:
@@ -230,6 +261,12 @@ class Controller:
         # Documents over LARGE_CHARS are checked in a lane of their own, so that a huge file (a 10 MB one takes
         # a minute) never holds the workers every other document needs.
         self.large_pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="gradguard-large")
+        # Every other check runs on the lane, the one thread that may touch the warm projects (gradguard.lsp.projects):
+        # by priority, the edited document first.
+        self.lane = Lane()
+        self.model = ProjectModel(self.log_warning)
+        self.cross_generation = 0  # bumped when findings revealed in one document by another's analysis change
+        self._refresh_pending: asyncio.Task[Any] | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.pull = False
         self.refresh_support = False
@@ -362,16 +399,18 @@ class Controller:
         caps = self.ls.client_capabilities
         ws = caps.workspace
         if ws and ws.did_change_watched_files and ws.did_change_watched_files.dynamic_registration:
+            # pyproject.toml: the configuration; Python files: what open documents import (project model).
             reg = T.Registration(
                 id="gradguard-pyproject-watcher",
                 method=T.WORKSPACE_DID_CHANGE_WATCHED_FILES,
                 register_options=T.DidChangeWatchedFilesRegistrationOptions(
-                    watchers=[T.FileSystemWatcher(glob_pattern="**/pyproject.toml")]),
+                    watchers=[T.FileSystemWatcher(glob_pattern="**/pyproject.toml"),
+                              T.FileSystemWatcher(glob_pattern="**/*.py")]),
             )
             try:
                 await self.ls.client_register_capability_async(T.RegistrationParams(registrations=[reg]))
             except Exception as e:
-                self.log_warning(f"could not register the pyproject.toml watcher: {e}")
+                self.log_warning(f"could not register the file watchers: {e}")
         trust = {True: "trusted", False: "untrusted: gradguard.runFile refused", None: "trust not reported"}
         self.log_info(f"gradguard {__version__} language server ready "
                       f"(position encoding {self.encoding}, {'pull' if self.pull else 'push'} diagnostics; "
@@ -408,6 +447,7 @@ class Controller:
                 u.task.cancel()
         self.pool.shutdown(wait=False, cancel_futures=True)
         self.large_pool.shutdown(wait=False, cancel_futures=True)
+        self.lane.shutdown()
 
     @property
     def encoding(self) -> str:
@@ -445,7 +485,7 @@ class Controller:
             if doc is None:
                 return None
             text = doc._source if doc._source is not None else ""
-            return Snapshot(text, doc.version, _uri_path(u.key), [])
+            return Snapshot(text, doc.version, _uri_path(u.key), [], self.workspace_folders())
         nb = self.ls.workspace.get_notebook_document(notebook_uri=u.key)
         if nb is None:
             return None
@@ -460,7 +500,7 @@ class Controller:
                 continue
             cells.append((cell.document, doc._source or ""))
         text, segments = assemble(cells)
-        return Snapshot(text, nb.version, _uri_path(u.key), segments)
+        return Snapshot(text, nb.version, _uri_path(u.key), segments, self.workspace_folders())
 
     def current_version(self, u: Unit) -> int | None:
         if u.notebook:
@@ -477,7 +517,9 @@ class Controller:
         if lang not in PYTHON_LANGUAGES and not (lang == "" and uri.endswith((".py", ".pyi"))):
             return  # not Python: not ours (a client may send every open file)
         u = self.units.setdefault(uri, Unit(uri))
+        self.buffer_changed(u)
         self.schedule(u, 0.0)
+        self.schedule_dependents(u, 0.0)
 
     def on_did_change(self, params: T.DidChangeTextDocumentParams) -> None:
         uri = params.text_document.uri
@@ -485,8 +527,11 @@ class Controller:
         u = self.units.get(uri)
         if u is None:
             return
+        self.buffer_changed(u)
         if self.settings.run == "onType":
-            self.schedule(u, self.settings.debounce_ms / 1000.0)
+            delay, hold = self.debounce(u)
+            self.schedule(u, delay, hold=hold)
+            self.schedule_dependents(u, delay, hold)
         else:
             self.supersede(u)
 
@@ -494,6 +539,8 @@ class Controller:
         u = self.unit_for(params.text_document.uri)
         if u is not None:
             self.schedule(u, 0.0)
+            if self.settings.run != "onType":  # on type, they were re-checked after the edit already
+                self.schedule_dependents(u, 0.0)
 
     def on_did_close(self, params: T.DidCloseTextDocumentParams) -> None:
         uri = params.text_document.uri
@@ -502,6 +549,7 @@ class Controller:
             self.supersede(u)
             for p in u.published | {uri}:
                 self._publish_uri(p, [], None)
+            self.unit_closed(u)
 
     def on_notebook_open(self, params: T.DidOpenNotebookDocumentParams) -> None:
         uri = params.notebook_document.uri
@@ -535,6 +583,7 @@ class Controller:
         uris = set(u.published) | {c.uri for c in params.cell_text_documents}
         for p in uris:
             self._publish_uri(p, [], None)
+        self.unit_closed(u)
 
     # ---------------------------------------------------------------------------------------- scheduling
     def supersede(self, u: Unit) -> None:
@@ -543,15 +592,17 @@ class Controller:
             u.task.cancel()
         u.task = None
 
-    def schedule(self, u: Unit, delay: float) -> None:
-        """(Re)start the check of ``u`` after ``delay`` seconds; supersedes any pending or running check."""
+    def schedule(self, u: Unit, delay: float, priority: int = EDITED, hold: float = 0.0) -> None:
+        """(Re)start the check of ``u`` after ``delay`` seconds; supersedes any pending or running check. Its result
+        is published no earlier than loop time ``hold`` (0: as soon as it is ready)."""
         self.supersede(u)
         if self.pull and not u.notebook:
             # Pull clients ask when they want diagnostics; only push when results change behind their back.
             return
-        u.task = asyncio.ensure_future(self._run(u, u.generation, delay, publish=True))
+        u.task = asyncio.ensure_future(self._run(u, u.generation, delay, publish=True, priority=priority, hold=hold))
 
-    async def _run(self, u: Unit, gen: int, delay: float, publish: bool) -> Result | None:
+    async def _run(self, u: Unit, gen: int, delay: float, publish: bool, priority: int = EDITED,
+                   hold: float = 0.0) -> Result | None:
         if delay > 0:
             await asyncio.sleep(delay)
         # One analysis per unit at a time: a run already inside the analyzer cannot be interrupted, so a newer
@@ -563,9 +614,11 @@ class Controller:
         snap = self.snapshot(u)
         if snap is None:
             return None
-        pool = self.large_pool if len(snap.text) > LARGE_CHARS else self.pool
         try:
-            cf = pool.submit(self._work, u, snap, gen)
+            if len(snap.text) > LARGE_CHARS:
+                cf = self.large_pool.submit(self._work, u, snap, gen)
+            else:
+                cf = self.lane.submit(self._work, u, snap, gen, priority=priority)
         except RuntimeError:  # the pool is shut down: the server is exiting
             return None
         u.running = cf
@@ -577,12 +630,174 @@ class Controller:
             return None  # superseded while running: stale, never published
         if res.version != self.current_version(u):
             return None
+        previous = u.result
         u.result = res
         if res.parse_ok and not res.error:
             u.last_good = res
+        self.result_arrived(u, previous)
+        wait = hold - asyncio.get_running_loop().time() if hold else 0.0
+        if wait > 0:
+            await asyncio.sleep(wait)  # speculative start: published once the debounce has passed
+            if u.generation != gen or self.units.get(u.key) is not u:
+                return None  # a newer edit inside the debounce: this version is never published
         if publish:
             self.publish(u)
         return res
+
+    # ------------------------------------------------------------------------------------- project model
+    def workspace_folders(self) -> tuple[str, ...]:
+        """The workspace folders (else the root), absolute: the first import roots of every project."""
+        try:
+            folders = [f for f in (_uri_path(w.uri) for w in self.ls.workspace.folders.values()) if f]
+            if not folders and self.ls.workspace.root_path:
+                folders = [self.ls.workspace.root_path]
+        except RuntimeError:
+            return ()
+        return tuple(norm(f) for f in folders)
+
+    def buffer_changed(self, u: Unit) -> None:
+        """An open text document is an overlay of the project: other files' analyses read it instead of the disk."""
+        path = None if u.notebook else _uri_path(u.key)
+        doc = self._text_doc(u.key) if path else None
+        if path and doc is not None:
+            self.model.set_overlay(path, doc._source or "")
+
+    def debounce(self, u: Unit) -> tuple[float, float]:
+        """(delay before the check starts, loop time before which its result is not published) for a didChange.
+
+        The debounce holds diagnostics back until ``debounceMs`` after the last keystroke; the check itself starts
+        at once when the document had been quiet that long (a lone edit: its result is published after
+        max(debounce, analysis) instead of debounce + analysis), else after the debounce (inside a burst of
+        keystrokes, as before). Either way no version superseded within the debounce window is published."""
+        d = self.settings.debounce_ms / 1000.0
+        now = asyncio.get_running_loop().time()
+        quiet = now - u.last_change >= d
+        u.last_change = now
+        if d <= 0:
+            return 0.0, 0.0
+        return (0.0, now + d) if quiet else (d, 0.0)
+
+    def schedule_dependents(self, u: Unit, delay: float, hold: float = 0.0) -> None:
+        path = None if u.notebook else _uri_path(u.key)
+        if path:
+            # Held a little longer than the edited document: its own diagnostics are published first.
+            self.recheck_dependents([path], delay, exclude=u, hold=hold + 0.001 if hold else 0.0)
+
+    def recheck_dependents(self, paths: list[str], delay: float, exclude: Unit | None = None,
+                           everyone: bool = False, hold: float = 0.0) -> None:
+        """Re-check the open documents whose last analysis read one of ``paths`` (all of them with ``everyone``),
+        after the edited document (lower priority on the lane). Pull clients are asked to pull again."""
+        keys: set[str] = set()
+        for p in paths:
+            keys.update(self.model.dependents(p))
+        refresh = False
+        for v in list(self.units.values()):
+            if v is exclude or not (everyone or v.key in keys):
+                continue
+            if self.pull and not v.notebook:
+                self.supersede(v)  # its next pull checks it again
+                refresh = True
+            else:
+                self.schedule(v, delay, priority=DEPENDENT, hold=hold)
+        if refresh:
+            self.refresh_soon(delay)
+
+    def refresh_soon(self, delay: float) -> None:
+        """One ``workspace/diagnostic/refresh`` after ``delay`` (coalesced), for clients that support it."""
+        if not self.refresh_support or (self._refresh_pending is not None and not self._refresh_pending.done()):
+            return
+
+        async def later() -> None:
+            if delay > 0:
+                await asyncio.sleep(delay)
+            try:
+                self.ls.workspace_diagnostic_refresh(None)
+            except Exception as e:  # pragma: no cover - transport errors
+                log.warning("diagnostic refresh failed: %s", e)
+
+        self._refresh_pending = asyncio.ensure_future(later())
+
+    def result_arrived(self, u: Unit, previous: Result | None) -> None:
+        """Record what the new result read (reverse dependencies); when the findings it revealed in other open
+        documents changed, show them there."""
+        self.model.record(u.key, u.result.deps if u.result is not None else [])
+        old = previous.elsewhere if previous is not None else {}
+        new = u.result.elsewhere if u.result is not None else {}
+        changed = {p for p in set(old) | set(new) if _elsewhere_key(old.get(p)) != _elsewhere_key(new.get(p))}
+        if changed:
+            self.elsewhere_changed(changed)
+
+    def unit_closed(self, u: Unit) -> None:
+        self.model.forget(u.key)
+        path = None if u.notebook else _uri_path(u.key)
+        if path:
+            self.model.clear_overlay(path)  # the file on disk again, for the documents that import it
+            self.recheck_dependents([path], self.settings.debounce_ms / 1000.0)
+        if u.result is not None and u.result.elsewhere:
+            self.elsewhere_changed(set(u.result.elsewhere))
+
+    def elsewhere_changed(self, paths: set[str]) -> None:
+        self.cross_generation += 1
+        for v in list(self.units.values()):
+            r = v.result
+            if v.notebook or r is None or not r.path or norm(r.path) not in paths:
+                continue
+            if self.pull:
+                self.refresh_soon(0.0)
+            elif r.version == self.current_version(v):
+                self.publish(v)
+
+    def elsewhere_entries(self, u: Unit | None) -> list[Entry]:
+        """Findings in ``u`` that other open documents' analyses revealed (``FileResult.elsewhere``), for the text
+        ``u`` has now, without those ``u``'s own analysis reports (same code, line and column)."""
+        r = u.result if u is not None else None
+        if u is None or r is None or u.notebook or not r.path or not self.settings.enable:
+            return []
+        path = norm(r.path)
+        have = {(f.code, f.line, f.column) for f in r.findings}
+        out: list[Entry] = []
+        for v in self.units.values():
+            got = v.result.elsewhere.get(path) if v is not u and v.result is not None else None
+            if got is None or not (got[0] is r.text or got[0] == r.text):
+                continue
+            for f in got[1]:
+                k = (f.code, f.line, f.column)
+                if k in have:
+                    continue
+                have.add(k)
+                e = to_entry(f, r.mapper, r.version)
+                if e is not None:
+                    out.append(e)
+        return out
+
+    def project_for(self, snap: Snapshot, config: Any) -> Any:
+        """Runs on the lane: the warm project a document on disk is checked in (None for untitled documents)."""
+        if not snap.path:
+            return None
+        try:
+            return self.model.project_for(list(snap.folders) or [os.path.dirname(snap.path)], config,
+                                          self._interpreter(config))
+        except Exception as e:  # never lose the diagnostics for it: check the file on its own
+            self.log_error(f"gradguard: could not set up the project for {snap.path}: {e}", once=True)
+            return None
+
+    def _interpreter(self, config: Any) -> str | None:
+        """The interpreter whose site-packages imports resolve in: the editor's ``interpreter`` setting, else
+        ``[tool.gradguard] python`` when the client reported the workspace trusted (it is a program the server
+        runs, with -I -S), else None (the interpreter running the server)."""
+        interpreter = self.settings.interpreter
+        if not interpreter and config.python:
+            if self.settings.workspace_trusted is True:
+                interpreter = config.python
+            else:
+                msg = (f"gradguard: [tool.gradguard] python = {config.python!r} is not used: the workspace is not "
+                       "known to be trusted (set the editor's interpreter setting instead)")
+                with self._lock:
+                    fresh = msg not in self._shown
+                    self._shown.add(msg)
+                if fresh:
+                    self.log_warning(msg)
+        return interpreter
 
     def _config_for(self, path: str | None) -> Any:
         root = None
@@ -610,6 +825,9 @@ class Controller:
             if excluded(snap.path, config, root):
                 return empty
             path = snap.path or u.key
+            project = None
+            deps: list[str] = []
+            elsewhere: dict[str, tuple[str, list[Finding]]] = {}
             if len(snap.text) > MAX_CHARS:
                 from gradguard.model import Finding as F
 
@@ -627,12 +845,16 @@ class Controller:
                 log.debug("checked %s v%s (%d lines) in a child process: %d findings in %.1f ms", u.key,
                           snap.version, len(lines), len(findings), (time.perf_counter() - t0) * 1000)
             else:
-                from gradguard.api import check_source
+                from gradguard.api import check_text
 
                 t0 = time.perf_counter()
-                findings = check_source(snap.text, path, config, fixes=True)
-                log.debug("checked %s v%s (%d lines): %d findings in %.1f ms", u.key, snap.version, len(lines),
-                          len(findings), (time.perf_counter() - t0) * 1000)
+                project = self.project_for(snap, config)
+                checked = check_text(snap.text, path, config, fixes=True, project=project)
+                findings, deps = checked.findings, checked.deps
+                if project is not None:
+                    elsewhere = _with_fixes(checked.elsewhere, project)
+                log.debug("checked %s v%s (%d lines): %d findings in %.1f ms (%d modules read)", u.key, snap.version,
+                          len(lines), len(findings), (time.perf_counter() - t0) * 1000, len(deps))
             parse_ok = not any(f.code == "GG000" for f in findings)
             shown = list(findings)
             last = u.last_good
@@ -647,7 +869,7 @@ class Controller:
                         shown.append(f)
             entries = [e for e in (to_entry(f, mapper, snap.version) for f in shown) if e is not None]
             return Result(snap.version, gen, lines, mapper, shown, entries, parse_ok, text=snap.text, path=path,
-                          config=config)
+                          config=config, project=project, deps=deps, elsewhere=elsewhere)
         except Exception as e:  # an analyzer bug: log it, this document gets no diagnostics
             import traceback
 
@@ -678,6 +900,7 @@ class Controller:
         out: list[T.Diagnostic] = []
         if u is not None and u.result is not None and self.settings.enable:
             out.extend(e.diagnostic for e in u.result.entries if e.uri == uri)
+            out.extend(e.diagnostic for e in self.elsewhere_entries(u) if e.uri == uri)
         for per_target in self.run_entries.values():
             out.extend(e.diagnostic for e in per_target.get(uri, []))
         return out
@@ -715,7 +938,7 @@ class Controller:
     def result_id(self, u: Unit | None, uri: str) -> str:
         v = u.result.version if u is not None and u.result is not None else None
         g = u.result.generation if u is not None and u.result is not None else 0
-        return f"{v}:{g}:{self.run_generation}:{int(self.settings.enable)}"
+        return f"{v}:{g}:{self.run_generation}:{self.cross_generation}:{int(self.settings.enable)}"
 
     async def on_pull(self, params: T.DocumentDiagnosticParams) -> T.DocumentDiagnosticReport:
         uri = params.text_document.uri
@@ -745,20 +968,38 @@ class Controller:
         self.configure_logging()
         self.settings_problems(warnings)
         self.configs.clear()
+        self.model.forget_roots()
         self.refresh_all()
 
     def on_did_change_watched_files(self, params: T.DidChangeWatchedFilesParams) -> None:
         config_changed = False
+        changed: list[str] = []
+        created_or_deleted = False
         for ch in params.changes or []:
             if ch.uri.endswith("pyproject.toml"):
                 config_changed = True
             elif ch.type in (T.FileChangeType.Changed, T.FileChangeType.Deleted):
                 self._clear_run_for(ch.uri)
+            path = _uri_path(ch.uri)
+            if path and not ch.uri.endswith("pyproject.toml") and not self.model.has_overlay(path):
+                changed.append(path)  # an open buffer wins over its file on disk: nothing changes for it
+                created_or_deleted |= ch.type != T.FileChangeType.Changed
         if config_changed:
             self.configs.clear()
+            self.model.forget_roots()
+            self.model.changed_on_disk(changed)  # every document is checked again: with these files read anew
             with self._lock:
                 self._shown.clear()  # a pyproject.toml that is still wrong after an edit says so again
             self.refresh_all()
+        elif changed:
+            self.files_changed_on_disk(changed, created_or_deleted)
+
+    def files_changed_on_disk(self, paths: list[str], created_or_deleted: bool) -> None:
+        """Python files changed on disk: the projects forget them, and the open documents that read them are
+        checked again (every open document when a file appeared or disappeared: an import may now resolve
+        elsewhere)."""
+        unreadable = self.model.changed_on_disk(paths)
+        self.recheck_dependents(paths, self.settings.debounce_ms / 1000.0, everyone=created_or_deleted or unreadable)
 
     # ------------------------------------------------------------------------------------- code actions
     def _entries_at(self, uri: str, rng: T.Range) -> tuple[Unit | None, list[Entry]]:
@@ -766,7 +1007,7 @@ class Controller:
         if u is None or u.result is None:
             return u, []
         out = []
-        for e in u.result.entries:
+        for e in [*u.result.entries, *self.elsewhere_entries(u)]:
             if e.uri != uri:
                 continue
             r = e.diagnostic.range
@@ -779,11 +1020,11 @@ class Controller:
     def _verify_fixes(self, r: Result) -> set[int]:
         """Runs in a worker thread: which findings' preferred safe fixes really remove them, applied together (the
         same check as ``gradguard check --fix``: a fix that leaves its finding is never applied on save)."""
-        from gradguard.api import check_source
+        from gradguard.api import check_text
         from gradguard.fixes import verify_round
 
         def recheck(text: str) -> list[Finding]:
-            return check_source(text, r.path, r.config, fixes=True)
+            return check_text(text, r.path, r.config, fixes=True, project=r.project).findings
 
         try:
             chosen, _, _, _ = verify_round(r.text, [f for f in r.findings if f.code != "GG000"], recheck)
@@ -799,9 +1040,11 @@ class Controller:
             return None, 0
         if r.verified is None:
             try:
-                r.verified = await asyncio.get_running_loop().run_in_executor(self.pool, self._verify_fixes, r)
+                # On the lane: the recheck uses the warm project (which only the lane may touch).
+                verified: set[int] = await asyncio.wrap_future(self.lane.submit(self._verify_fixes, r))
             except RuntimeError:  # the pool is shut down: the server is exiting
                 return None, 0
+            r.verified = verified
         chosen: list[tuple[str, T.TextEdit]] = []
         spans: list[tuple[tuple[int, int], tuple[int, int]]] = []
         applied = 0
@@ -1110,46 +1353,67 @@ class Controller:
         if not folders:
             raise JsonRpcException("gradguard.checkWorkspace: no workspace folder", code=REQUEST_FAILED)
         token = await self._progress_begin("gradguard: checking the workspace")
-        from gradguard.api import check_source
+        from gradguard.api import check_text
         from gradguard.files import iter_python_files
 
-        def work() -> list[tuple[str, list[Entry]]]:
+        roots = tuple(norm(f) for f in folders)
+        scratch: list[Any] = [None, 0]  # a project for this check only (renewed every 200 files), files done with it
+
+        def listing() -> list[str]:
             config0, _ = self._config_for(os.path.join(folders[0], "x.py"))
-            files = list(iter_python_files(folders, config0))
-            out = []
-            for i, p in enumerate(files):
-                uri = from_fs_path(p) or p
-                if self.unit_for(uri) is not None:
-                    continue
-                self._progress_report(token, os.path.relpath(p, folders[0]), int(100 * i / max(len(files), 1)))
+            return list(iter_python_files(folders, config0))
+
+        def check_one(p: str, uri: str) -> tuple[str, list[Entry]] | None:
+            """One file, on the lane at background priority: an edited document's check goes first."""
+            if self.exiting:
+                return None
+            with open(p, "rb") as fh:
+                data = fh.read()
+            config, root = self._config_for(p)
+            if excluded(p, config, root):
+                return None
+            findings = None
+            if LARGE_CHARS < len(data) <= MAX_CHARS:  # a huge file: in a child process, as open ones
+                from gradguard.api import decode_source
+                from gradguard.lsp.isolated import check_in_child
+
                 try:
-                    with open(p, "rb") as fh:
-                        data = fh.read()
-                    config, root = self._config_for(p)
-                    if excluded(p, config, root):
-                        continue
-                    findings = None
-                    if LARGE_CHARS < len(data) <= MAX_CHARS:  # a huge file: in a child process, as open ones
-                        from gradguard.api import decode_source
-                        from gradguard.lsp.isolated import check_in_child
+                    decoded = decode_source(data)
+                except (UnicodeDecodeError, LookupError):
+                    pass  # check_text says so (GG000)
+                else:
+                    findings = check_in_child(decoded, p, config, lambda: self.exiting, self.children, self._lock)
+            if findings is None:
+                if scratch[0] is None or scratch[1] >= 200:
+                    scratch[0], scratch[1] = None, 0
+                    try:
+                        scratch[0] = self.model.scratch(list(roots) or [os.path.dirname(p)], config,
+                                                        self._interpreter(config))
+                    except Exception as e:  # check the files on their own
+                        self.log_error(f"gradguard: could not set up the project for {p}: {e}", once=True)
+                scratch[1] += 1
+                findings = check_text(data, p, config, fixes=True, project=scratch[0]).findings
+            text = data.decode("utf-8", "replace")
+            mapper = Mapper.single(uri, split_lines(text), self.encoding)
+            return uri, [e for e in (to_entry(f, mapper, None) for f in findings) if e]
 
-                        try:
-                            decoded = decode_source(data)
-                        except (UnicodeDecodeError, LookupError):
-                            pass  # check_source says so (GG000)
-                        else:
-                            findings = check_in_child(decoded, p, config, lambda: self.exiting, self.children,
-                                                      self._lock)
-                    if findings is None:
-                        findings = check_source(data, p, config, fixes=True)
-                    text = data.decode("utf-8", "replace")
-                    mapper = Mapper.single(uri, split_lines(text), self.encoding)
-                    out.append((uri, [e for e in (to_entry(f, mapper, None) for f in findings) if e]))
-                except Exception as e:
-                    self.log_error(f"gradguard: internal error while checking {p}: {e}")
-            return out
-
-        results = await asyncio.get_running_loop().run_in_executor(self.pool, work)
+        loop = asyncio.get_running_loop()
+        files = await loop.run_in_executor(self.pool, listing)
+        results: list[tuple[str, list[Entry]]] = []
+        for i, p in enumerate(files):
+            uri = from_fs_path(p) or p
+            if self.unit_for(uri) is not None:
+                continue
+            self._progress_report(token, os.path.relpath(p, folders[0]), int(100 * i / max(len(files), 1)))
+            try:
+                got = await asyncio.wrap_future(self.lane.submit(check_one, p, uri, priority=BACKGROUND))
+            except RuntimeError:  # shutting down
+                break
+            except Exception as e:
+                self.log_error(f"gradguard: internal error while checking {p}: {e}")
+                continue
+            if got is not None:
+                results.append(got)
         n = 0
         for uri, entries in results:
             n += len(entries)
@@ -1230,7 +1494,7 @@ def build_server() -> GradguardLanguageServer:
     reg(T.NOTEBOOK_DOCUMENT_DID_SAVE, c.on_notebook_save)
     reg(T.NOTEBOOK_DOCUMENT_DID_CLOSE, c.on_notebook_close)
     reg(T.TEXT_DOCUMENT_DIAGNOSTIC, c.on_pull,
-        T.DiagnosticOptions(identifier="gradguard", inter_file_dependencies=False, workspace_diagnostics=False))
+        T.DiagnosticOptions(identifier="gradguard", inter_file_dependencies=True, workspace_diagnostics=False))
     reg(T.TEXT_DOCUMENT_CODE_ACTION, c.on_code_action,
         T.CodeActionOptions(code_action_kinds=[T.CodeActionKind.QuickFix, FIX_ALL_KIND], resolve_provider=False))
     reg(T.TEXT_DOCUMENT_HOVER, c.on_hover)
@@ -1280,10 +1544,10 @@ def main(argv: list[str] | None = None) -> int:
     c.configure_logging()
     threading.Thread(target=_prewarm, name="gradguard-prewarm", daemon=True).start()
     # The long-lived objects made so far (modules, lsprotocol's converters) never die: keep them out of the
-    # collector's scans, and collect the young generation less often, so a full collection does not land in the
-    # middle of an edit (it showed up as the p95 of the didChange -> publishDiagnostics latency).
+    # collector's scans; and no automatic collection at all: one landing in the middle of an edit showed up as the
+    # p95 of the didChange -> publishDiagnostics latency. The lane collects between checks instead.
     gc.freeze()
-    gc.set_threshold(20_000, 20, 20)
+    manual_gc()  # the lane collects between checks (gradguard.lsp.projects.Lane)
     if args.tcp:
         host, _, port = args.tcp.rpartition(":")
         try:

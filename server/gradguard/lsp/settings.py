@@ -38,6 +38,9 @@ class Settings:
     log_file: str | None = None
     log_level: str = "info"
     run_timeout: float = 120.0
+    #: The Python whose site-packages imports are resolved in (None: [tool.gradguard] python in a trusted
+    #: workspace, else the interpreter running the server). Asked with ``-I -S``: no code of the workspace runs.
+    interpreter: str | None = None
     #: What the client said of the workspace: True/False, or None when it said nothing (no trust model). False
     #: refuses gradguard.runFile (it runs the user's code) and sticks for the server's lifetime.
     workspace_trusted: bool | None = None
@@ -124,6 +127,12 @@ def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, li
                     # no later settings object, e.g. one read from a workspace's own config file, lifts it.
                     raise ValueError("the workspace was reported untrusted; restart the server once it is trusted")
                 kw["workspace_trusted"] = value
+            elif key == "interpreter":
+                if isinstance(value, list) and value and isinstance(value[0], str):
+                    value = value[0]  # the Python tools extensions' shape: [path, ...args]
+                if value is not None and not isinstance(value, str):
+                    raise TypeError("expected the path of a Python interpreter")
+                kw["interpreter"] = (value or "").strip() or None
             elif key == "runTimeout":
                 if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                     raise TypeError("expected a number of seconds > 0")

@@ -70,6 +70,9 @@ class Project:
         self._overlays: dict[str, str] = {}
         self._abs_cache: dict[tuple[str, str], Module | None] = {}
         self._lib_prefixes = tuple(os.path.join(p, "") for p in self.search.site)
+        # files an import led to that could not be read (undecodable, too large, not a regular file): no analysis
+        # lists them among what it read, yet one becoming readable changes what its importers see
+        self.unreadable: set[str] = set()
         self.generation = 0  # bumped on every change: analyses cached against an older generation are stale
 
     # ------------------------------------------------------------------ sources
@@ -84,6 +87,8 @@ class Project:
         if text is not None:
             sf = SourceFile(path, text, is_package=os.path.basename(path) == "__init__.py",
                             library=path.startswith(self._lib_prefixes))
+        else:
+            self.unreadable.add(path)
         self._sources[path] = sf
         return sf
 
@@ -104,6 +109,7 @@ class Project:
         for p in paths:
             p = os.path.normpath(os.path.abspath(p))
             self._sources.pop(p, None)
+            self.unreadable.discard(p)
         # a created or deleted file can change what any import resolves to
         self._abs_cache.clear()
         self.generation += 1

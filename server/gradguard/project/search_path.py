@@ -15,19 +15,36 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 
+# Run with -I -S. Without ``site``, a virtual environment's sys.prefix is still the base interpreter's (site.venv()
+# sets it, and also runs the .pth files: not called); its pyvenv.cfg is read here as data instead, as site.venv()
+# would read it.
 _PROBE = (
     "import json, os, site, sys, sysconfig\n"
+    "exe_dir = os.path.dirname(os.path.abspath(sys.executable))\n"
+    "prefixes, system_site, venv = [sys.prefix], True, ''\n"
+    "for conf in (os.path.join(exe_dir, 'pyvenv.cfg'), os.path.join(os.path.dirname(exe_dir), 'pyvenv.cfg')):\n"
+    "    if os.path.isfile(conf):\n"
+    "        venv = os.path.dirname(exe_dir)\n"
+    "        with open(conf, encoding='utf-8') as f:\n"
+    "            for line in f:\n"
+    "                key, _, value = line.partition('=')\n"
+    "                if key.strip().lower() == 'include-system-site-packages':\n"
+    "                    system_site = value.strip().lower() == 'true'\n"
+    "        break\n"
+    "if venv:\n"
+    "    prefixes = [venv] + ([sys.prefix] if system_site and sys.prefix != venv else [])\n"
     "paths = set()\n"
-    "for scheme_key in ('purelib', 'platlib'):\n"
-    "    p = sysconfig.get_paths().get(scheme_key)\n"
-    "    if p: paths.add(p)\n"
-    "try:\n"
-    "    paths.update(site.getsitepackages())\n"
-    "except Exception:\n"
-    "    pass\n"
+    "for pre in prefixes:\n"
+    "    for scheme_key in ('purelib', 'platlib'):\n"
+    "        p = sysconfig.get_paths(vars={'base': pre, 'platbase': pre}).get(scheme_key)\n"
+    "        if p: paths.add(p)\n"
+    "    try:\n"
+    "        paths.update(site.getsitepackages([pre]))\n"
+    "    except Exception:\n"
+    "        pass\n"
     "user = ''\n"
     "try:\n"
-    "    user = site.getusersitepackages()\n"
+    "    user = site.getusersitepackages() if system_site else ''\n"
     "except Exception:\n"
     "    pass\n"
     "print(json.dumps({'site': sorted(paths), 'user': user, 'version': list(sys.version_info[:2]),"
@@ -71,7 +88,9 @@ def interpreter_paths(python: str | None = None, timeout: float = 20.0) -> Inter
     hit = _interp_cache.get(key)
     if hit is not None:
         return hit
-    if python is None or os.path.realpath(python) == os.path.realpath(sys.executable):
+    # Not realpath: a virtual environment's python is a link to the base interpreter, and which site-packages it
+    # has depends on where the link is (its pyvenv.cfg), not on the binary.
+    if python is None or os.path.abspath(python) == os.path.abspath(sys.executable):
         info = _probe_here()
     else:
         info = _probe_other(exe, timeout)
