@@ -222,7 +222,7 @@ def _print_fixed(fixed_codes: dict[str, Any]) -> None:
             continue
         print(f"- {display_path(path)}:")
         for code, n in sorted((+counts).items()):
-            print(f"    {n} × {code} ({rule_name(code)})")
+            print(f"    {n} x {code} ({rule_name(code)})")
 
 
 def _by_path(findings: list) -> dict[str, list]:

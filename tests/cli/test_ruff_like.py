@@ -89,7 +89,7 @@ def test_show_fixes(proj: Path) -> None:
     assert out[1] == "    fix (safe): Rewrite `y += 1` as `y = y + 1`"
     r = run(["check", "--fix", "--show-fixes", "bad.py"], proj)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert r.stdout.splitlines() == ["Fixed 1 problem:", "- bad.py:", "    1 × GG101 (inplace-on-saved-tensor)",
+    assert r.stdout.splitlines() == ["Fixed 1 problem:", "- bad.py:", "    1 x GG101 (inplace-on-saved-tensor)",
                                      "All checks passed! (1 file checked)"]
 
 
@@ -164,7 +164,7 @@ def test_notebooks(proj: Path) -> None:
     r = run(["check", "--fix", "nb.ipynb"], proj)
     assert r.returncode == 1 and "fixes are not applied to notebooks" in r.stderr
     assert (proj / "nb.ipynb").read_text() == before
-    # noqa works in cells; other kernels are skipped; broken JSON is a GG000
+    # suppression comments work in cells; other kernels are skipped; broken JSON is a GG000
     (proj / "nb.ipynb").write_text(NB.replace("y += 1", "y += 1  # noqa: GG101"))
     assert run(["check", "nb.ipynb"], proj).returncode == 0
     (proj / "r.ipynb").write_text(notebook([("code", "x <- 1\n")], language="R"))
