@@ -408,14 +408,16 @@ class GradguardExtension implements vscode.Disposable {
     let result: RunResult | null = null;
     let cancelled = false;
     try {
-      // A notification with Cancel while it runs (cancelling the request stops the script: $/cancelRequest).  The
-      // server reports no progress of its own for this request ("progress": false).
+      // A notification with Cancel while it runs.  Cancel stops the script with gradguard.cancelRun (pygls answers
+      // $/cancelRequest for a command but does not stop the command itself).  The server reports no progress of its
+      // own for this request ("progress": false).
       result = (await vscode.window.withProgress(
         { location: vscode.ProgressLocation.Notification, title: `gradguard: running ${name}`, cancellable: true },
         async (progress, token) => {
           token.onCancellationRequested(() => {
             cancelled = true;
             this.log(`Run File: ${name} cancelled.`);
+            void client.sendRequest(ExecuteCommandRequest.type, { command: "gradguard.cancelRun", arguments: [doc.uri.toString()] }).catch(() => undefined);
           });
           progress.report({ message: "under the runtime doctor (its output goes to the gradguard log)" });
           return client.sendRequest(ExecuteCommandRequest.type, { command: "gradguard.runFile", arguments: [{ uri: doc.uri.toString(), progress: false }] }, token);
@@ -429,9 +431,8 @@ class GradguardExtension implements vscode.Disposable {
       void this.notify("error", `Run File failed: ${e instanceof Error ? e.message : String(e)}`, "Show Logs").then((c) => c && this.output.show(true));
       return;
     }
-    if (result?.report) {
-      this.output.info(`[run ${name}] ${result.report}`);
-    }
+    // The report (saving and modifying lines, as path:line:col links) is already in this Output channel: the server
+    // logs it (window/logMessage), for every editor.
     const n = result?.diagnostics ?? 0;
     if (result?.ok) {
       const summary = `${name} ran without in-place errors.`;

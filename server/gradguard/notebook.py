@@ -157,7 +157,7 @@ def to_cells(f: Finding, nb: Notebook) -> Finding:
                                message=text(r.message), cell=rc))
     fixes = []
     for x in f.fixes:
-        edits = []
+        edits: list[Edit] = []
         for e in x.edits:
             c1, l1 = nb.locate(e.line)
             c2, l2 = nb.locate(e.end_line)

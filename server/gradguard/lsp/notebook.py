@@ -12,7 +12,9 @@ from gradguard.notebook import assemble as _assemble
 __all__ = ["KEEP_CELL_MAGICS", "assemble"]
 
 
-def assemble(cells: Sequence[tuple[str, str]]) -> tuple[str, list[Segment]]:
-    """``cells``: (uri, text) of the code cells in order. Returns (program text, segments)."""
+def assemble(cells: Sequence[tuple[str, str]], numbers: Sequence[int] = ()) -> tuple[str, list[Segment]]:
+    """``cells``: (uri, text) of the code cells in order; ``numbers``: their cell numbers in the notebook (1-based,
+    every cell counted). Returns (program text, segments)."""
     text, segs = _assemble(cells)
-    return text, [Segment(uri, first, count) for uri, first, count in segs]
+    nums = list(numbers) or list(range(1, len(segs) + 1))
+    return text, [Segment(uri, first, count, n) for (uri, first, count), n in zip(segs, nums)]
