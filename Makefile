@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 LINT_STAMP := $(VENV)/.lint-stamp
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: setup setup-lint demo test lint typecheck pytest bench scan-timm clean knowledge
+.PHONY: setup setup-lint demo test lint typecheck pytest bench scan-timm clean knowledge dist
 
 # Areas add their own targets in mk/*.mk (TEST_TARGETS += ...) and pip requirements in requirements/*.txt.
 TEST_TARGETS := lint typecheck pytest
@@ -45,6 +45,16 @@ pytest: setup
 	$(BIN)/python -m pytest -q
 
 -include mk/*.mk
+
+# Release artifacts in dist/: the wheel and the sdist (python -m build), and the self-contained VSIX (make vsix).
+# Install them with `pip install dist/gradguard-*.whl` (or `pipx install .` from a clone) and
+# `code --install-extension dist/gradguard-<version>.vsix`.
+dist: $(LINT_STAMP) vsix
+	$(BIN)/python -m pip install -q -c constraints.txt build
+	rm -rf dist
+	$(BIN)/python -m build -q --sdist --wheel --outdir dist .
+	cp $(VSIX_NAME) dist/
+	ls -l dist
 
 test: $(TEST_TARGETS)
 
