@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -67,6 +68,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The ``gradguard`` command. Output into a pipe that closed early (``gradguard rule GG000 | head``) ends it
+    quietly, the way the Python docs' note on SIGPIPE recommends: no BrokenPipeError traceback."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # inside the try: a broken pipe often shows only when the buffer is flushed
+        return code
+    except BrokenPipeError:
+        # Python flushes stdout again at exit: point it at devnull so that this fails no more.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return 1
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     if not argv:
