@@ -2,26 +2,36 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+LINT_STAMP := $(VENV)/.lint-stamp
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: setup demo test lint typecheck pytest bench scan-timm clean knowledge
+.PHONY: setup setup-lint demo test lint typecheck pytest bench scan-timm clean knowledge dist
 
 # Areas add their own targets in mk/*.mk (TEST_TARGETS += ...) and pip requirements in requirements/*.txt.
 TEST_TARGETS := lint typecheck pytest
 REQS := $(sort $(wildcard requirements/*.txt))
 
-$(STAMP): pyproject.toml constraints.txt $(REQS)
+# What linting needs (gradguard + libcst, pygls, pathspec: ~45 MB, ~15 s): enough for `make demo` and the editors.
+$(LINT_STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -c constraints.txt -e .
+	touch $(LINT_STAMP)
+
+# Everything the tests use on top: dev tools, torch (runs code), keras, timm, neovim, hypothesis (~1.2 GB).
+$(STAMP): $(LINT_STAMP) pyproject.toml constraints.txt $(REQS)
 	$(BIN)/python -m pip install -q -c constraints.txt -e '.[dev,torch]'
 	for r in $(REQS); do $(BIN)/python -m pip install -q -c constraints.txt -r $$r || exit 1; done
 	$(BIN)/python -m pip install -q -c constraints.txt --no-deps timm==1.0.31
 	touch $(STAMP)
 
+setup-lint: $(LINT_STAMP)
+
 setup: $(STAMP)
 
-# The main job on a shipped example: lint a model file with hazards, then show a fix as a diff.
-demo: setup
+# The main job on a shipped example: lint a model file with hazards, then show a fix as a diff. Lint
+# dependencies only: no torch.
+demo: $(LINT_STAMP)
 	$(BIN)/gradguard check examples/ --exit-zero
 	$(BIN)/gradguard check examples/cnn_inplace.py --diff --exit-zero
 
@@ -35,6 +45,16 @@ pytest: setup
 	$(BIN)/python -m pytest -q
 
 -include mk/*.mk
+
+# Release artifacts in dist/: the wheel and the sdist (python -m build), and the self-contained VSIX (make vsix).
+# Install them with `pip install dist/gradguard-*.whl` (or `pipx install .` from a clone) and
+# `code --install-extension dist/gradguard-<version>.vsix`.
+dist: $(LINT_STAMP) vsix
+	$(BIN)/python -m pip install -q -c constraints.txt build
+	rm -rf dist
+	$(BIN)/python -m build -q --sdist --wheel --outdir dist .
+	cp $(VSIX_NAME) dist/
+	ls -l dist
 
 test: $(TEST_TARGETS)
 

@@ -1,13 +1,14 @@
 """Language server latency: didChange -> publishDiagnostics, gradguard vs ruff server, same client, same run.
 
-    .venv/bin/python benchmarks/bench_lsp.py [--edits 30] [--sizes 1000,5000] [--cold 3] [--no-ruff]
+    .venv/bin/python benchmarks/bench_lsp.py [--edits 30] [--sizes 1000,5000] [--cold 3] [--no-ruff] [--cold-only]
 
 Files: real model code, whole timm model files concatenated (``from __future__`` lines dropped) and cut at
 the last top-level statement ending before the target line count. Each of the ``--edits`` incremental edits
 appends a comment to a different line in the middle of the file (so the file stays valid); the client waits
 for that version's publishDiagnostics before sending the next edit. gradguard runs with ``debounceMs: 0``
 (the debounce is excluded, as the issue asks); ruff has none. Cold start: process spawn -> initialize ->
-didOpen -> first publishDiagnostics, median of ``--cold`` runs.
+didOpen -> first publishDiagnostics, median of ``--cold`` runs, also for the VS Code extension's bundled server
+(bundled/libs run through client/launcher/launch.py with ``-I``, as the editor starts it).
 """
 
 from __future__ import annotations
@@ -221,6 +222,12 @@ async def main_async(args: argparse.Namespace) -> None:
     servers: list[tuple[str, list[str], Any]] = [
         ("gradguard lsp", [py, "-m", "gradguard", "lsp"], {"debounceMs": 0}),
     ]
+    # What VS Code starts: the VSIX's bundled server (bundled/libs, `make vsix`) through the launcher, with -I and
+    # a plain interpreter (a system Python with nothing installed does the same). Cold start only.
+    root_dir = Path(__file__).resolve().parents[1]
+    libs, launcher = root_dir / "bundled" / "libs", root_dir / "client" / "launcher" / "launch.py"
+    bundled = [("VS Code bundled server", [py, "-I", str(launcher), "--libs", str(libs), "lsp"],
+                {"debounceMs": 0})] if (libs / "gradguard").is_dir() and launcher.is_file() else []
     ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
     if not args.no_ruff and os.path.exists(ruff):
         servers.append(("ruff server (default rules)", [ruff, "server"], None))
@@ -236,7 +243,7 @@ async def main_async(args: argparse.Namespace) -> None:
     print(f"{'server':30s} {'lines':>6s} {'diags':>6s} {'p50':>8s} {'p95':>8s} {'max':>8s} {'cpu/edit':>9s}")
     with tempfile.TemporaryDirectory(prefix="bench-lsp-") as d:
         root = Path(d)
-        for name, cmd, init in servers:
+        for name, cmd, init in servers if not args.cold_only else []:
             for n in sizes:
                 lat, nd, cpu = await latency(cmd, init, root, texts[n], args.edits)
                 print(f"{name:30s} {len(texts[n].splitlines()):6d} {nd:6d} {pct(lat, 0.5):8.1f} {pct(lat, 0.95):8.1f} "
@@ -245,7 +252,7 @@ async def main_async(args: argparse.Namespace) -> None:
               f"({len(texts[sizes[0]].splitlines())}-line file), median of {args.cold} (ms); server CPU time "
               "until then (user+sys, less sensitive to a loaded machine)")
         print(f"{'server':30s} {'wall':>8s} {'cpu':>8s}")
-        for name, cmd, init in servers:
+        for name, cmd, init in servers + bundled:
             runs = [await cold_start(cmd, init, root, texts[sizes[0]]) for _ in range(args.cold)]
             wall = [r[0] for r in runs]
             cpu = [r[1] for r in runs]
@@ -259,6 +266,7 @@ def main() -> None:
     ap.add_argument("--sizes", default="1000,5000")
     ap.add_argument("--cold", type=int, default=3)
     ap.add_argument("--no-ruff", action="store_true")
+    ap.add_argument("--cold-only", action="store_true", help="only the cold start (the editor's first diagnostics)")
     args = ap.parse_args()
     asyncio.run(main_async(args))
 

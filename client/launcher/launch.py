@@ -1,7 +1,14 @@
 """Starts gradguard for the VS Code extension so that no file in the workspace can stand in for a module.
 
-    python [FLAGS] launch.py [--exclude DIR]... COMMAND [ARGS...]   runs `gradguard COMMAND ARGS...` (lsp)
-    python launch.py --probe                                        is gradguard importable; which FLAGS to use
+    python [FLAGS] launch.py [--libs DIR] [--exclude DIR]... COMMAND [ARGS...]   runs `gradguard COMMAND ARGS...`
+    python launch.py [--libs DIR | --fallback-libs DIR] --probe                is gradguard importable; FLAGS
+
+The server the extension ships: `--libs DIR` (the VSIX's bundled/libs: gradguard and its pure-Python
+dependencies) is put first on sys.path, explicitly, after the clean-up below, so the user's interpreter runs it
+and nothing is installed into the user's environment (gradguard.importStrategy "useBundled", the default).
+`--fallback-libs DIR` ("fromEnvironment") uses the environment's gradguard when it is importable, else DIR. The
+probe says which it found (`source:bundled` or `source:environment`); the extension then starts the server with
+`--libs DIR` or without. A bundled server always runs with `-I`: it needs neither PYTHONPATH nor user site-packages.
 
 Why: `python -m gradguard lsp` started in the workspace imports the workspace's own `gradguard/`, `pygls/`,
 `json.py`, `typing_extensions.py`... instead of the real ones, because `python -m` and `python -c` put the working
@@ -56,9 +63,33 @@ def _user_site():
         return None
 
 
-def probe():
+def _importable(name):
+    try:
+        import importlib.util
+
+        return importlib.util.find_spec(name) is not None
+    except Exception:
+        return False
+
+
+def use_libs(libs, fallback):
+    """Put the bundled server first on sys.path: always (``libs``), or when the environment has no gradguard
+    (``fallback``). Returns "bundled" or "environment"."""
+    if libs is None and fallback is not None and not _importable("gradguard"):
+        libs = fallback
+    if libs is None:
+        return "environment"
+    sys.path.insert(0, os.path.abspath(libs))
+    return "bundled"
+
+
+def probe(source="environment"):
     print("python:{}.{}.{}".format(*sys.version_info[:3]))
-    print("flags:" + " ".join(isolated_flags(os.environ, sys.path, _user_site(), sys.version_info)))
+    if source == "bundled":
+        print("flags:-I")
+    else:
+        print("flags:" + " ".join(isolated_flags(os.environ, sys.path, _user_site(), sys.version_info)))
+    print("source:" + source)
     if tuple(sys.version_info[:2]) < MIN_PYTHON:
         print("missing:Python {}.{} is too old: gradguard needs {}.{} or later".format(*sys.version_info[:2], *MIN_PYTHON))
         return 3
@@ -68,6 +99,7 @@ def probe():
         print("missing:" + type(e).__name__ + ": " + str(e))
         return 3
     print("gradguard:" + str(gradguard.__version__))
+    print("location:" + os.path.dirname(os.path.abspath(gradguard.__file__)))
     return 0
 
 
@@ -75,12 +107,19 @@ def main(argv):
     here = os.path.dirname(os.path.abspath(__file__))
     drop = [here]
     args = list(argv)
-    while len(args) >= 2 and args[0] == "--exclude":
-        drop.append(args[1])
+    libs = fallback = None
+    while len(args) >= 2 and args[0] in ("--exclude", "--libs", "--fallback-libs"):
+        if args[0] == "--exclude":
+            drop.append(args[1])
+        elif args[0] == "--libs":
+            libs = args[1]
+        else:
+            fallback = args[1]
         del args[:2]
     sys.path[:] = clean_path(sys.path, os.getcwd(), drop)
+    source = use_libs(libs, fallback)
     if args == ["--probe"]:
-        return probe()
+        return probe(source)
     if not args:
         sys.stderr.write("usage: launch.py [--exclude DIR]... COMMAND [ARGS...] | launch.py --probe\n")
         return 2

@@ -1,13 +1,10 @@
-// Where the gradguard package comes from (`gradguard.importStrategy`) and how it gets installed.
+// Where the gradguard package comes from (`gradguard.importStrategy`).
 //
-// fromEnvironment: gradguard must be importable by the chosen interpreter; when it is not, the extension
-//   offers to `pip install` it there.
-// useBundled: gradguard depends on libcst, whose parser is a native (Rust) extension module, so a
-//   platform-neutral VSIX cannot carry it as pure Python the way pure-Python tools are bundled.  Instead the
-//   extension owns a virtual environment in its global storage (`<globalStorage>/venv-<version>`), created on
-//   first use with `python -m venv` from the chosen interpreter and filled with `pip install gradguard==<version>`
-//   (pip picks the right native wheels for the platform).  A stamp file records what was installed; a new
-//   extension version gets a new venv.
+// useBundled (default): the server shipped in the VSIX, `bundled/libs` (gradguard and its pure-Python
+//   dependencies, built by client/bundle/build.py), run by the user's interpreter (any Python >= 3.10).  The
+//   launcher puts that directory first on sys.path; nothing is installed into the user's environment.  libcst, the
+//   one compiled dependency of the package, is not bundled: the server and its fixes run without it.
+// fromEnvironment: gradguard installed in the selected interpreter, else the bundled one.
 //
 // Every process started here runs in a directory outside the workspace (the launcher's, client/launcher/): a
 // `python -m`/`-c` puts its working directory first on sys.path, and the workspace's files must never be imported.
@@ -18,6 +15,7 @@ import * as path from "path";
 import { execFile } from "child_process";
 
 import { LAUNCH_FLAGS, isInside } from "./interpreter";
+import { ImportStrategy } from "./settings";
 
 export interface RunResult {
   code: number | null;
@@ -87,106 +85,55 @@ export interface Probe {
   flags: string[];
   /** The interpreter's version, e.g. "3.12.4", when the launcher could report it. */
   python?: string;
+  /** Where gradguard comes from: the extension's bundled/libs or the interpreter's environment. */
+  source?: "bundled" | "environment";
+  /** The directory of the gradguard package that was found. */
+  location?: string;
+  /** The interpreter is older than the server supports (3.10). */
+  tooOld?: boolean;
   detail: string;
 }
 
-/** Parses what `python launch.py --probe` prints: `python:`, `flags:`, then `gradguard:<version>` or `missing:<why>`. */
+/** Parses what `python launch.py --probe` prints: `python:`, `flags:`, `source:`, then `gradguard:<version>` and `location:`, or `missing:<why>`. */
 export function parseProbe(result: RunResult): Probe {
   const lines = result.stdout.split(/\r?\n/);
   const value = (key: string) => lines.find((l) => l.startsWith(`${key}:`))?.slice(key.length + 1).trim();
   const flags = (value("flags") ?? "").split(/\s+/).filter((f) => LAUNCH_FLAGS.includes(f));
   const python = value("python");
+  const src = value("source");
+  const source = src === "bundled" || src === "environment" ? src : undefined;
   const version = value("gradguard");
   if (result.code === 0 && version !== undefined) {
-    return { installed: true, version, flags, python, detail: `gradguard:${version}` };
+    return { installed: true, version, flags, python, source, location: value("location"), detail: `gradguard:${version}` };
   }
   const missing = value("missing");
   if (missing !== undefined) {
-    return { installed: false, flags, python, detail: missing };
+    return { installed: false, flags, python, source, tooOld: /too old/.test(missing), detail: missing };
   }
-  return { installed: false, flags, python, detail: (result.error ?? result.stderr.trim()) || `exit code ${result.code}` };
+  return { installed: false, flags, python, source, detail: (result.error ?? result.stderr.trim()) || `exit code ${result.code}` };
+}
+
+/** The bundled server inside the installed extension (absent in a build without `npm run bundle:server`). */
+export function bundledLibsPath(extensionRoot: string): string {
+  return path.join(extensionRoot, "bundled", "libs");
+}
+
+/**
+ * The launcher arguments that choose the server: `--libs DIR` (useBundled) or `--fallback-libs DIR`
+ * (fromEnvironment: the environment's gradguard when importable, else DIR); none without a bundle.
+ */
+export function libsArgs(strategy: ImportStrategy, libs: string | undefined): string[] {
+  if (!libs) {
+    return [];
+  }
+  return strategy === "useBundled" ? ["--libs", libs] : ["--fallback-libs", libs];
 }
 
 /**
  * Runs the launcher's probe with `python`, in the launcher's directory and without the `exclude` folders (the
- * workspace's) on sys.path, like the server will be started.
+ * workspace's) on sys.path, like the server will be started; `libs` are the bundle arguments (libsArgs).
  */
-export async function probeGradguard(python: string, launcher: string, exclude: readonly string[] = [], run: Runner = runProcess, env?: Env): Promise<Probe> {
-  const args = [launcher, ...exclude.flatMap((f) => ["--exclude", f]), "--probe"];
+export async function probeGradguard(python: string, launcher: string, exclude: readonly string[] = [], run: Runner = runProcess, env?: Env, libs: readonly string[] = []): Promise<Probe> {
+  const args = [launcher, ...libs, ...exclude.flatMap((f) => ["--exclude", f]), "--probe"];
   return parseProbe(await run(python, args, { cwd: safeCwd(launcher), env, timeoutMs: 60_000 }));
-}
-
-/** The pip requirement to install: GRADGUARD_INSTALL_SPEC when set (e.g. a local checkout), else gradguard (pinned for the bundled venv). */
-export function installSpec(env: Record<string, string | undefined>, version: string | undefined): string {
-  const override = env.GRADGUARD_INSTALL_SPEC?.trim();
-  if (override) {
-    return override;
-  }
-  return version ? `gradguard==${version}` : "gradguard";
-}
-
-export function pipInstallArgs(spec: string): string[] {
-  return ["-m", "pip", "install", "--disable-pip-version-check", "--no-input", ...spec.split(/\s+/).filter(Boolean)];
-}
-
-export function bundledVenvDir(storageDir: string, extensionVersion: string): string {
-  return path.join(storageDir, `venv-${extensionVersion}`);
-}
-
-export function venvPython(venvDir: string, platform: NodeJS.Platform): string {
-  return platform === "win32" ? path.win32.join(venvDir, "Scripts", "python.exe") : path.posix.join(venvDir, "bin", "python");
-}
-
-export interface BundledOptions {
-  basePython: string;
-  /** client/launcher/launch.py: probes the venv, and its directory is where venv and pip run. */
-  launcher: string;
-  /** The workspace folders, kept off sys.path when probing. */
-  exclude?: readonly string[];
-  storageDir: string;
-  extensionVersion: string;
-  platform: NodeJS.Platform;
-  /** The environment of the processes (processEnv); GRADGUARD_INSTALL_SPEC is read from it. */
-  env: Env;
-  exists: (p: string) => boolean;
-  run?: Runner;
-  /** Progress lines for the user (the output channel and the progress notification). */
-  report: (message: string) => void;
-}
-
-/**
- * Returns the bundled venv's python and its probe, creating the venv and installing gradguard into it when needed.
- * `venv` and `pip` run isolated (`-I`): only the standard library and the venv's own packages, whatever
- * PYTHONPATH says (so pip sees what the isolated server will see).
- */
-export async function ensureBundled(o: BundledOptions): Promise<{ python: string; probe: Probe }> {
-  const run = o.run ?? runProcess;
-  const cwd = safeCwd(o.launcher);
-  const dir = bundledVenvDir(o.storageDir, o.extensionVersion);
-  const python = venvPython(dir, o.platform);
-  const env = o.env;
-  if (o.exists(python)) {
-    const probe = await probeGradguard(python, o.launcher, o.exclude, run, env);
-    if (probe.installed) {
-      return { python, probe };
-    }
-  } else {
-    o.report(`Creating gradguard's private environment in ${dir} (first use only)...`);
-    const made = await run(o.basePython, ["-I", "-m", "venv", dir], { cwd, env });
-    if (made.code !== 0) {
-      throw new Error(`'${o.basePython} -I -m venv ${dir}' failed: ${(made.stderr || made.error || "").trim()}`);
-    }
-  }
-  const spec = installSpec(o.env, o.extensionVersion);
-  o.report(`Installing ${spec} and its dependencies (libcst, pygls) into ${dir}...`);
-  const pip = await run(python, ["-I", ...pipInstallArgs(spec)], { cwd, env });
-  if (pip.code !== 0) {
-    throw new Error(`'pip install ${spec}' into ${dir} failed:\n${(pip.stderr || pip.stdout || pip.error || "").trim()}`);
-  }
-  const probe = await probeGradguard(python, o.launcher, o.exclude, run, env);
-  if (!probe.installed) {
-    throw new Error(`gradguard is still not importable in ${dir}: ${probe.detail}`);
-  }
-  o.report(`gradguard ${probe.version} is ready in ${dir}.`);
-  return { python, probe };
 }

@@ -18,7 +18,7 @@ import {
   TransportKind,
 } from "vscode-languageclient/node";
 
-import { Env, Probe, ensureBundled, installSpec, launcherPath, pipInstallArgs, probeGradguard, processEnv, runProcess, safeCwd } from "./environment";
+import { Env, Probe, bundledLibsPath, launcherPath, libsArgs, probeGradguard, processEnv, runProcess } from "./environment";
 import { Interpreter, resolveInterpreter, serverCommand } from "./interpreter";
 import { onDidChangeInterpreter, selectedInterpreter } from "./pythonExtension";
 import { Getter, Settings, changeAction, readSettings, shouldNotify, toServerSettings } from "./settings";
@@ -31,6 +31,8 @@ class GradguardExtension implements vscode.Disposable {
   private client: LanguageClient | undefined;
   private settings: Settings;
   private interpreter: Interpreter | undefined;
+  private found: { python: string; probe: Probe; libs?: string } | undefined;
+  private serverLine = "";
   private queue: Promise<unknown> = Promise.resolve();
   private readonly output: vscode.LogOutputChannel;
   private readonly status: vscode.StatusBarItem;
@@ -40,7 +42,7 @@ class GradguardExtension implements vscode.Disposable {
     this.output = vscode.window.createOutputChannel("gradguard", { log: true });
     this.status = vscode.window.createStatusBarItem("gradguard.status", vscode.StatusBarAlignment.Right, 100);
     this.status.name = "gradguard";
-    this.status.command = "gradguard.showOutput";
+    this.status.command = "gradguard.showLogs";
     this.settings = this.readSettings().settings;
     this.disposables.push(this.output, this.status);
   }
@@ -99,6 +101,8 @@ class GradguardExtension implements vscode.Disposable {
     this.disposables.push(
       vscode.commands.registerCommand("gradguard.restart", () => this.enqueue(() => this.restartNow())),
       vscode.commands.registerCommand("gradguard.showOutput", () => this.output.show(true)),
+      vscode.commands.registerCommand("gradguard.showLogs", () => this.output.show(true)),
+      vscode.commands.registerCommand("gradguard.showDebugInfo", () => this.showDebugInfo()),
       vscode.commands.registerCommand("gradguard.executeFixAll", (uri?: vscode.Uri) => this.fixAll(uri)),
       vscode.commands.registerCommand("gradguard.executeRunFile", (uri?: vscode.Uri) => this.runFile(uri)),
       vscode.workspace.onDidChangeConfiguration((e) => {
@@ -214,65 +218,41 @@ class GradguardExtension implements vscode.Disposable {
     return interpreter;
   }
 
-  /** The python that has gradguard (and its probe), per importStrategy; undefined when the user has to act first. */
-  private async pythonWithGradguard(base: Interpreter): Promise<{ python: string; probe: Probe } | undefined> {
-    if (this.settings.importStrategy === "useBundled") {
-      const storage = this.context.globalStorageUri.fsPath;
-      const version = String(this.context.extension.packageJSON.version ?? "0.0.0");
-      return vscode.window.withProgress(
-        { location: vscode.ProgressLocation.Notification, title: "gradguard", cancellable: false },
-        (progress) =>
-          ensureBundled({
-            basePython: base.path,
-            launcher: this.launcher,
-            exclude: this.workspaceFolders(),
-            storageDir: storage,
-            extensionVersion: version,
-            platform: process.platform,
-            env: this.processEnv(),
-            exists: (p) => fs.existsSync(p),
-            report: (message) => {
-              this.log(message);
-              progress.report({ message });
-            },
-          }),
-      );
-    }
-    const probe = await probeGradguard(base.path, this.launcher, this.workspaceFolders(), runProcess, this.processEnv());
-    if (probe.installed) {
-      this.log(`gradguard ${probe.version} found in ${base.path} (Python ${probe.python ?? "?"}).`);
-      return { python: base.path, probe };
-    }
-    this.setStatus("error", `gradguard is not installed in ${base.path}`);
-    const install = "Install gradguard";
-    const bundled = "Use a private environment";
-    void this.notify("error", `gradguard is not installed in ${base.path} (${probe.detail}).`, install, bundled, "Show Output").then(async (choice) => {
-      if (choice === install) {
-        await this.installInto(base.path);
-      } else if (choice === bundled) {
-        await vscode.workspace.getConfiguration("gradguard").update("importStrategy", "useBundled", vscode.ConfigurationTarget.Global);
-      } else if (choice === "Show Output") {
-        this.output.show(true);
-      }
-    });
-    return undefined;
+  /** The bundled server (bundled/libs) inside the installed extension, when this build has one. */
+  private get bundledLibs(): string | undefined {
+    const libs = bundledLibsPath(this.context.extensionUri.fsPath);
+    return fs.existsSync(path.join(libs, "gradguard", "__init__.py")) ? libs : undefined;
   }
 
-  private async installInto(python: string): Promise<void> {
-    const spec = installSpec(process.env, undefined);
-    this.output.show(true);
-    this.log(`Running ${python} ${pipInstallArgs(spec).join(" ")}`);
-    const result = await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: `gradguard: installing ${spec} into ${python}` },
-      // Not isolated (-I): `pip install` may need the user site-packages.  Run outside the workspace all the same.
-      () => runProcess(python, pipInstallArgs(spec), { cwd: safeCwd(this.launcher), env: this.processEnv() }),
-    );
-    this.output.info(result.stdout + result.stderr);
-    if (result.code !== 0) {
-      void this.notify("error", `pip install ${spec} failed; see the output.`);
-      return;
+  /**
+   * Which gradguard the interpreter runs (importStrategy: the bundled server, or the environment's with the bundled
+   * one as fallback) and the probe; undefined (after telling the user) when it cannot run one.
+   */
+  private async pythonWithGradguard(base: Interpreter): Promise<{ python: string; probe: Probe; libs?: string } | undefined> {
+    const libs = this.bundledLibs;
+    const strategy = this.settings.importStrategy;
+    if (!libs) {
+      this.log("This build of the extension has no bundled server (bundled/libs): using the interpreter's gradguard.");
     }
-    await this.enqueue(() => this.restartNow());
+    const probe = await probeGradguard(base.path, this.launcher, this.workspaceFolders(), runProcess, this.processEnv(), libsArgs(strategy, libs));
+    if (probe.installed) {
+      const from = probe.source === "bundled" ? "bundled with the extension" : `installed in the environment (${probe.location ?? "?"})`;
+      this.log(`gradguard ${probe.version} ${from}, run by ${base.path} (Python ${probe.python ?? "?"}).`);
+      return { python: base.path, probe, libs: probe.source === "bundled" ? libs : undefined };
+    }
+    if (probe.tooOld) {
+      this.setStatus("error", `Python ${probe.python ?? "?"} is too old`);
+      void this.notify("error", `${base.path} is Python ${probe.python ?? "?"}: the gradguard server needs Python 3.10 or later. Set gradguard.interpreter or select another interpreter.`, "Open Settings").then((c) => {
+        if (c) {
+          void vscode.commands.executeCommand("workbench.action.openSettings", "gradguard.interpreter");
+        }
+      });
+      return undefined;
+    }
+    this.setStatus("error", `gradguard is not available in ${base.path}`);
+    const why = libs ? probe.detail : `${probe.detail}; this build of the extension has no bundled server (build the VSIX with 'make vsix')`;
+    void this.notify("error", `gradguard is not installed in ${base.path} (${why}).`, "Show Logs").then((c) => c && this.output.show(true));
+    return undefined;
   }
 
   private async startNow(): Promise<void> {
@@ -295,7 +275,7 @@ class GradguardExtension implements vscode.Disposable {
       return;
     }
     this.log(`Interpreter: ${this.interpreter.path} (from ${this.interpreter.source}); import strategy ${settings.importStrategy}.`);
-    let found: { python: string; probe: Probe } | undefined;
+    let found: { python: string; probe: Probe; libs?: string } | undefined;
     try {
       found = await this.pythonWithGradguard(this.interpreter);
     } catch (e) {
@@ -307,7 +287,8 @@ class GradguardExtension implements vscode.Disposable {
       return;
     }
     // Never in the workspace: see client/launcher/launch.py.
-    const { command, args, cwd } = serverCommand(found.python, this.launcher, found.probe.flags, settings.args, this.workspaceFolders());
+    const { command, args, cwd } = serverCommand(found.python, this.launcher, found.probe.flags, settings.args, this.workspaceFolders(), found.libs);
+    this.found = found;
     const serverOptions: ServerOptions = {
       command,
       args,
@@ -343,6 +324,7 @@ class GradguardExtension implements vscode.Disposable {
         },
       },
     };
+    this.serverLine = `${command} ${args.join(" ")} (in ${cwd})`;
     this.log(`Starting: ${command} ${args.join(" ")} (in ${cwd}; workspace trusted: ${vscode.workspace.isTrusted})`);
     const client = new LanguageClient("gradguard", "gradguard", serverOptions, clientOptions);
     this.client = client;
@@ -394,8 +376,9 @@ class GradguardExtension implements vscode.Disposable {
       arguments: [doc.uri.toString()],
     })) as { applied?: number } | null;
     const n = result?.applied ?? 0;
-    vscode.window.setStatusBarMessage(`gradguard: applied ${n} fix${n === 1 ? "" : "es"}`, 5000);
-    this.log(`Fix All on ${doc.uri.fsPath}: ${n} applied.`);
+    const skipped = (result as { skipped?: string } | null)?.skipped;
+    vscode.window.setStatusBarMessage(`gradguard: applied ${n} fix${n === 1 ? "" : "es"}${skipped ? `; ${skipped}` : ""}`, 8000);
+    this.log(`Fix All on ${doc.uri.fsPath}: ${n} applied${skipped ? `; ${skipped}` : ""}.`);
   }
 
   private async runFile(uri?: vscode.Uri): Promise<void> {
@@ -420,24 +403,82 @@ class GradguardExtension implements vscode.Disposable {
       return;
     }
     const name = path.basename(doc.uri.fsPath);
-    this.output.show(true);
-    this.log(`Run File: ${doc.uri.fsPath}`);
+    this.log(`Run File: ${doc.uri.fsPath} with ${this.found?.python ?? "?"}`);
+    type RunResult = { ok?: boolean; status?: string; diagnostics?: number; returncode?: number; error?: { type?: string; message?: string } | null; report?: string };
+    let result: RunResult | null = null;
+    let cancelled = false;
     try {
-      const result = (await vscode.window.withProgress(
-        { location: vscode.ProgressLocation.Window, title: `gradguard: running ${name}` },
-        () => client.sendRequest(ExecuteCommandRequest.type, { command: "gradguard.runFile", arguments: [doc.uri.toString()] }),
-      )) as { ok?: boolean; diagnostics?: number; returncode?: number } | null;
-      const n = result?.diagnostics ?? 0;
-      const summary = result?.ok
-        ? `${name} ran without in-place errors.`
-        : n > 0
-          ? `${name} failed: ${n} in-place culprit${n === 1 ? "" : "s"} marked in the editor (source gradguard-run).`
-          : `${name} failed (exit code ${result?.returncode ?? "?"}); see the output.`;
-      vscode.window.setStatusBarMessage(`gradguard: ${summary}`, 10000);
-      void this.notify(result?.ok ? "info" : "warning", summary);
+      // A notification with Cancel while it runs.  Cancel stops the script with gradguard.cancelRun (pygls answers
+      // $/cancelRequest for a command but does not stop the command itself).  The server reports no progress of its
+      // own for this request ("progress": false).
+      result = (await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title: `gradguard: running ${name}`, cancellable: true },
+        async (progress, token) => {
+          token.onCancellationRequested(() => {
+            cancelled = true;
+            this.log(`Run File: ${name} cancelled.`);
+            void client.sendRequest(ExecuteCommandRequest.type, { command: "gradguard.cancelRun", arguments: [doc.uri.toString()] }).catch(() => undefined);
+          });
+          progress.report({ message: "under the runtime doctor (its output goes to the gradguard log)" });
+          return client.sendRequest(ExecuteCommandRequest.type, { command: "gradguard.runFile", arguments: [{ uri: doc.uri.toString(), progress: false }] }, token);
+        },
+      )) as RunResult | null;
     } catch (e) {
-      void this.notify("error", `Run File failed: ${e instanceof Error ? e.message : String(e)}`);
+      if (cancelled) {
+        vscode.window.setStatusBarMessage(`gradguard: ${name} was stopped.`, 5000);
+        return;
+      }
+      void this.notify("error", `Run File failed: ${e instanceof Error ? e.message : String(e)}`, "Show Logs").then((c) => c && this.output.show(true));
+      return;
     }
+    // The report (saving and modifying lines, as path:line:col links) is already in this Output channel: the server
+    // logs it (window/logMessage), for every editor.
+    const n = result?.diagnostics ?? 0;
+    if (result?.ok) {
+      const summary = `${name} ran without in-place errors.`;
+      vscode.window.setStatusBarMessage(`gradguard: ${summary}`, 10000);
+      void this.notify("info", summary);
+      return;
+    }
+    const summary =
+      result?.error?.type === "TorchNotInstalled"
+        ? `${result.error.message ?? "torch is not installed"} (gradguard.interpreter chooses it).`
+        : n > 0
+          ? `${name} failed with an in-place error: ${n} culprit line${n === 1 ? "" : "s"} marked in the editor.`
+          : `${name} failed${result?.error?.type ? ` (${result.error.type})` : ""}, not with an in-place error: see the report.`;
+    vscode.window.setStatusBarMessage(`gradguard: ${summary}`, 10000);
+    // A failed run is the answer to a command the user gave: always say so, with the way to the report.
+    this.log(`error: ${summary}`);
+    const choice = await vscode.window.showErrorMessage(`gradguard: ${summary}`, "Show Report");
+    if (choice === "Show Report") {
+      this.output.show(true);
+    }
+  }
+
+  /** "gradguard: Show Debug Info": what runs, where from, with which settings (and the server's own view). */
+  private async showDebugInfo(): Promise<void> {
+    const ext = this.context.extension.packageJSON as { version?: string };
+    const lines = [
+      "gradguard debug information",
+      `  extension:        ${ext.version ?? "?"} (${this.context.extensionUri.fsPath})`,
+      `  VS Code:          ${vscode.version} (${vscode.env.appName}; ${process.platform} ${process.arch})`,
+      `  interpreter:      ${this.interpreter?.path ?? "none"} (from ${this.interpreter?.source ?? "-"}; Python ${this.found?.probe.python ?? "?"})`,
+      `  import strategy:  ${this.settings.importStrategy}; gradguard ${this.found?.probe.version ?? "?"} ${this.found?.probe.source === "bundled" ? "bundled with the extension" : "from the environment"} (${this.found?.probe.location ?? "?"})`,
+      `  server command:   ${this.serverLine || "not started"}`,
+      `  server state:     ${this.client ? State[this.client.state] : "not running"}`,
+      `  workspace:        ${this.workspaceFolders().join(", ") || "none"} (trusted: ${vscode.workspace.isTrusted})`,
+      `  settings:         ${JSON.stringify(toServerSettings(this.settings, vscode.workspace.isTrusted))}`,
+    ];
+    if (this.client?.state === State.Running) {
+      try {
+        const info = await this.client.sendRequest(ExecuteCommandRequest.type, { command: "gradguard.debugInfo", arguments: [] });
+        lines.push(`  server:           ${JSON.stringify(info)}`);
+      } catch (e) {
+        lines.push(`  server:           ${String(e)}`);
+      }
+    }
+    this.output.info(lines.join("\n"));
+    this.output.show(true);
   }
 
   async deactivate(): Promise<void> {

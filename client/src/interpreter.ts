@@ -162,9 +162,10 @@ export interface ServerCommand {
 }
 
 /**
- * The command line that starts the server: `python [-I|-P] <launcher> [--exclude FOLDER]... lsp [extraArgs]`,
- * run in the launcher's directory.  `flags` are those the launcher's `--probe` printed for this interpreter;
- * `workspaceFolders` are removed from the server's sys.path.  client/launcher/launch.py says why.
+ * The command line that starts the server: `python [-I|-P] <launcher> [--libs DIR] [--exclude FOLDER]... lsp
+ * [extraArgs]`, run in the launcher's directory.  `flags` are those the launcher's `--probe` printed for this
+ * interpreter; `workspaceFolders` are removed from the server's sys.path; `libs` is the bundled server's directory
+ * when the probe chose it (put first on sys.path).  client/launcher/launch.py says why.
  */
 export function serverCommand(
   python: string,
@@ -172,10 +173,18 @@ export function serverCommand(
   flags: readonly string[],
   extraArgs: readonly string[],
   workspaceFolders: readonly string[] = [],
+  libs?: string,
 ): ServerCommand {
   return {
     command: python,
-    args: [...flags.filter((f) => LAUNCH_FLAGS.includes(f)), launcher, ...workspaceFolders.flatMap((f) => ["--exclude", f]), "lsp", ...extraArgs],
+    args: [
+      ...flags.filter((f) => LAUNCH_FLAGS.includes(f)),
+      launcher,
+      ...(libs ? ["--libs", libs] : []),
+      ...workspaceFolders.flatMap((f) => ["--exclude", f]),
+      "lsp",
+      ...extraArgs,
+    ],
     cwd: path.dirname(launcher),
   };
 }

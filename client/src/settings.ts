@@ -6,6 +6,7 @@ export type Severity = "error" | "warning" | "info" | "hint";
 export type ShowNotifications = "off" | "onError" | "onWarning" | "always";
 export type Trace = "off" | "messages" | "verbose";
 export type ConfigurationPreference = "filesystemFirst" | "editorFirst" | "editorOnly";
+export type LogLevel = "error" | "warning" | "info" | "debug";
 
 export interface Settings {
   enable: boolean;
@@ -21,6 +22,9 @@ export interface Settings {
   configurationPreference: ConfigurationPreference;
   showNotifications: ShowNotifications;
   trace: Trace;
+  logLevel: LogLevel;
+  /** Where rule links point: "" for the pages of the installed gradguard, else a base URL (docs/lsp.md). */
+  docsBaseUrl: string;
 }
 
 /** The settings object of docs/lsp.md, sent as initializationOptions and with didChangeConfiguration. */
@@ -33,6 +37,8 @@ export interface ServerSettings {
   debounceMs?: number;
   exclude: string[];
   configurationPreference: ConfigurationPreference;
+  logLevel: LogLevel;
+  docsBaseUrl?: string;
   /** VS Code's workspace trust: false makes the server refuse gradguard.runFile (docs/lsp.md). */
   workspaceTrusted?: boolean;
 }
@@ -40,7 +46,7 @@ export interface ServerSettings {
 export const DEFAULTS: Readonly<Settings> = Object.freeze({
   enable: true,
   interpreter: "",
-  importStrategy: "fromEnvironment",
+  importStrategy: "useBundled",
   args: [],
   severity: {},
   lintOnChange: true,
@@ -51,6 +57,8 @@ export const DEFAULTS: Readonly<Settings> = Object.freeze({
   configurationPreference: "filesystemFirst",
   showNotifications: "onError",
   trace: "off",
+  logLevel: "info",
+  docsBaseUrl: "",
 });
 
 /** `get(key)` returns the raw value of `gradguard.<key>` (undefined when unset). */
@@ -158,6 +166,8 @@ export function readSettings(get: Getter): { settings: Settings; problems: strin
     ),
     showNotifications: oneOf(get("showNotifications"), ["off", "onError", "onWarning", "always"] as const, DEFAULTS.showNotifications, problems, "showNotifications"),
     trace: oneOf(get("trace.server"), ["off", "messages", "verbose"] as const, DEFAULTS.trace, problems, "trace.server"),
+    logLevel: oneOf(get("logLevel"), ["error", "warning", "info", "debug"] as const, DEFAULTS.logLevel, problems, "logLevel"),
+    docsBaseUrl: typeof get("docsBaseUrl") === "string" ? String(get("docsBaseUrl")).trim() : DEFAULTS.docsBaseUrl,
   };
   return { settings, problems };
 }
@@ -175,7 +185,11 @@ export function toServerSettings(s: Settings, trusted?: boolean): ServerSettings
     run: s.lintOnChange ? "onType" : "onSave",
     exclude: [...s.exclude],
     configurationPreference: s.configurationPreference,
+    logLevel: s.logLevel,
   };
+  if (s.docsBaseUrl) {
+    out.docsBaseUrl = s.docsBaseUrl;
+  }
   if (s.debounce !== null) {
     out.debounceMs = s.debounce;
   }

@@ -5,7 +5,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 
-import { RunResult, Runner, bundledVenvDir, ensureBundled, installSpec, launcherPath, parseProbe, pipInstallArgs, probeGradguard, processEnv, runProcess, safeCwd, venvPython } from "../src/environment";
+import { bundledLibsPath, launcherPath, libsArgs, parseProbe, probeGradguard, processEnv, runProcess, safeCwd } from "../src/environment";
 
 // client/out/tsc/test -> the repository root, where client/launcher/launch.py is (as in the installed extension).
 const ROOT = path.resolve(__dirname, "../../../..");
@@ -55,20 +55,55 @@ test("the launcher never imports gradguard from the working directory or an --ex
 });
 
 test("probe output: installed, missing, too old; unknown flags are dropped", () => {
-  assert.deepEqual(parseProbe({ code: 0, stdout: "python:3.12.1\nflags:-I\ngradguard:9.9\n", stderr: "" }), {
+  assert.deepEqual(parseProbe({ code: 0, stdout: "python:3.12.1\nflags:-I\nsource:bundled\ngradguard:9.9\nlocation:/ext/bundled/libs/gradguard\n", stderr: "" }), {
     installed: true,
     version: "9.9",
     flags: ["-I"],
     python: "3.12.1",
+    source: "bundled",
+    location: "/ext/bundled/libs/gradguard",
     detail: "gradguard:9.9",
   });
-  assert.deepEqual(parseProbe({ code: 3, stdout: "python:3.10.2\nflags:\nmissing:ModuleNotFoundError: No module named 'gradguard'\n", stderr: "" }), {
+  assert.deepEqual(parseProbe({ code: 3, stdout: "python:3.10.2\nflags:\nsource:environment\nmissing:ModuleNotFoundError: No module named 'gradguard'\n", stderr: "" }), {
     installed: false,
     flags: [],
     python: "3.10.2",
+    source: "environment",
+    tooOld: false,
     detail: "ModuleNotFoundError: No module named 'gradguard'",
   });
+  assert.equal(parseProbe({ code: 3, stdout: "python:3.9.1\nflags:-I\nsource:bundled\nmissing:Python 3.9 is too old: gradguard needs 3.10 or later\n", stderr: "" }).tooOld, true);
   assert.deepEqual(parseProbe({ code: 0, stdout: "flags:-P -X evil\ngradguard:1\n", stderr: "" }).flags, ["-P"]);
+});
+
+test("the bundled server: --libs (useBundled) or --fallback-libs (fromEnvironment), nothing without a bundle", () => {
+  assert.equal(bundledLibsPath("/ext"), path.join("/ext", "bundled", "libs"));
+  assert.deepEqual(libsArgs("useBundled", "/ext/bundled/libs"), ["--libs", "/ext/bundled/libs"]);
+  assert.deepEqual(libsArgs("fromEnvironment", "/ext/bundled/libs"), ["--fallback-libs", "/ext/bundled/libs"]);
+  assert.deepEqual(libsArgs("useBundled", undefined), []);
+});
+
+test("a python without gradguard runs the bundled server (real python, when bundled/libs is built)", async (t) => {
+  const libs = bundledLibsPath(ROOT);
+  if (!fs.existsSync(path.join(libs, "gradguard"))) {
+    t.skip("bundled/libs not built (npm run bundle:server)");
+    return;
+  }
+  // An interpreter with nothing installed: a venv without pip.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gg-bare-"));
+  try {
+    execFileSync(realPython(), ["-m", "venv", "--without-pip", dir]);
+    const bare = path.join(dir, "bin", "python");
+    assert.equal((await probeGradguard(bare, LAUNCHER)).installed, false);
+    const bundled = await probeGradguard(bare, LAUNCHER, [], runProcess, undefined, libsArgs("useBundled", libs));
+    assert.equal(bundled.installed, true, bundled.detail);
+    assert.equal(bundled.source, "bundled");
+    assert.deepEqual(bundled.flags, ["-I"]);
+    const fallback = await probeGradguard(bare, LAUNCHER, [], runProcess, undefined, libsArgs("fromEnvironment", libs));
+    assert.equal(fallback.source, "bundled");
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test("process environment: untrusted workspaces lose PYTHONPATH entries that are the cwd or in the workspace", () => {
@@ -87,70 +122,5 @@ test("runProcess runs in the directory it is given", async () => {
 
 test("an interpreter that cannot start is reported with its error", () => {
   const p = parseProbe({ code: null, stdout: "", stderr: "", error: "spawn /x ENOENT" });
-  assert.deepEqual(p, { installed: false, flags: [], python: undefined, detail: "spawn /x ENOENT" });
-});
-
-test("install spec: pinned for the bundled venv, overridable", () => {
-  assert.equal(installSpec({}, "0.1.0"), "gradguard==0.1.0");
-  assert.equal(installSpec({}, undefined), "gradguard");
-  assert.equal(installSpec({ GRADGUARD_INSTALL_SPEC: "-e /src/gradguard" }, "0.1.0"), "-e /src/gradguard");
-  assert.deepEqual(pipInstallArgs("-e /src"), ["-m", "pip", "install", "--disable-pip-version-check", "--no-input", "-e", "/src"]);
-});
-
-test("venv layout per platform and version", () => {
-  assert.equal(bundledVenvDir("/store", "0.1.0"), "/store/venv-0.1.0");
-  assert.equal(venvPython("/store/venv-0.1.0", "linux"), "/store/venv-0.1.0/bin/python");
-  assert.equal(venvPython("C:\\s\\venv", "win32"), "C:\\s\\venv\\Scripts\\python.exe");
-});
-
-function fakeRunner(script: (cmd: string, args: string[]) => RunResult): { run: Runner; calls: string[] } {
-  const calls: string[] = [];
-  return {
-    calls,
-    run: async (cmd, args, options) => {
-      calls.push([`[${options.cwd}]`, cmd, ...args].join(" "));
-      return script(cmd, args);
-    },
-  };
-}
-
-const L = "/ext/client/launcher/launch.py";
-const OK = { code: 0, stdout: "python:3.12.0\nflags:-I\ngradguard:0.1.0\n", stderr: "" };
-
-test("first use creates the venv, installs gradguard and checks it, isolated and outside the workspace", async () => {
-  let installed = false;
-  const { run, calls } = fakeRunner((_cmd, args) => {
-    if (args.includes("--probe")) {
-      return installed ? OK : { code: 3, stdout: "missing:ModuleNotFoundError\n", stderr: "" };
-    }
-    if (args.includes("pip")) {
-      installed = true;
-    }
-    return { code: 0, stdout: "", stderr: "" };
-  });
-  const messages: string[] = [];
-  const got = await ensureBundled({ basePython: "/usr/bin/python3", launcher: L, exclude: ["/ws"], storageDir: "/s", extensionVersion: "0.1.0", platform: "linux", env: {}, exists: () => false, run, report: (m) => messages.push(m) });
-  assert.equal(got.python, "/s/venv-0.1.0/bin/python");
-  assert.deepEqual(got.probe.flags, ["-I"]);
-  assert.deepEqual(calls, [
-    "[/ext/client/launcher] /usr/bin/python3 -I -m venv /s/venv-0.1.0",
-    "[/ext/client/launcher] /s/venv-0.1.0/bin/python -I -m pip install --disable-pip-version-check --no-input gradguard==0.1.0",
-    `[/ext/client/launcher] /s/venv-0.1.0/bin/python ${L} --exclude /ws --probe`,
-  ]);
-  assert.equal(messages.length, 3);
-});
-
-test("an existing venv with gradguard is reused without installing", async () => {
-  const { run, calls } = fakeRunner(() => OK);
-  const got = await ensureBundled({ basePython: "/py", launcher: L, storageDir: "/s", extensionVersion: "0.1.0", platform: "linux", env: {}, exists: () => true, run, report: () => undefined });
-  assert.equal(got.python, "/s/venv-0.1.0/bin/python");
-  assert.deepEqual(calls, [`[/ext/client/launcher] /s/venv-0.1.0/bin/python ${L} --probe`]);
-});
-
-test("a failing pip install is an error that carries pip's output", async () => {
-  const { run } = fakeRunner((_c, args) => (args.includes("pip") ? { code: 1, stdout: "", stderr: "ERROR: No matching distribution found for gradguard==0.1.0" } : { code: 0, stdout: "", stderr: "" }));
-  await assert.rejects(
-    ensureBundled({ basePython: "/py", launcher: L, storageDir: "/s", extensionVersion: "0.1.0", platform: "linux", env: {}, exists: () => false, run, report: () => undefined }),
-    /No matching distribution found/,
-  );
+  assert.deepEqual(p, { installed: false, flags: [], python: undefined, source: undefined, detail: "spawn /x ENOENT" });
 });

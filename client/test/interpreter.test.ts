@@ -82,6 +82,7 @@ test("the server is started through the launcher, with the probe's flags, outsid
     cwd: "/ext/client/launcher",
   });
   assert.deepEqual(serverCommand("/py", launcher, ["-P"], []), { command: "/py", args: ["-P", launcher, "lsp"], cwd: "/ext/client/launcher" });
+  assert.deepEqual(serverCommand("/py", launcher, ["-I"], [], ["/ws"], "/ext/bundled/libs").args, ["-I", launcher, "--libs", "/ext/bundled/libs", "--exclude", "/ws", "lsp"]);
   // Only the flags the launcher may ask for: a probe's output never becomes arbitrary interpreter options.
   assert.deepEqual(serverCommand("/py", launcher, ["-c", "-I", "evil"], []).args, ["-I", launcher, "lsp"]);
   assert.ok(!serverCommand("/py", launcher, [], []).args.includes("-m"), "never python -m gradguard: it imports from the working directory");

@@ -15,7 +15,7 @@ test("valid values are read and normalised", () => {
   const { settings, problems } = from({
     enable: false,
     interpreter: "  /py  ",
-    importStrategy: "useBundled",
+    importStrategy: "fromEnvironment",
     args: ["--log-level", "debug"],
     severity: { gg1: "error", GG202: "information", GG301: "warn" },
     lintOnChange: false,
@@ -26,8 +26,13 @@ test("valid values are read and normalised", () => {
     configurationPreference: "editorFirst",
     showNotifications: "always",
     "trace.server": "verbose",
+    logLevel: "debug",
+    docsBaseUrl: " https://example.org/rules/ ",
   });
   assert.deepEqual(problems, []);
+  assert.equal(settings.importStrategy, "fromEnvironment");
+  assert.equal(settings.logLevel, "debug");
+  assert.equal(toServerSettings(settings).docsBaseUrl, "https://example.org/rules/");
   assert.equal(settings.interpreter, "/py");
   assert.deepEqual(settings.severity, { GG1: "error", GG202: "info", GG301: "warning" });
   assert.deepEqual(settings.select, ["GG1", "GG301"]);
@@ -49,23 +54,25 @@ test("invalid values fall back to defaults and are reported", () => {
     select: [1, 2],
     showNotifications: "sometimes",
     "trace.server": true,
+    logLevel: "loud",
   });
   assert.equal(settings.enable, true);
-  assert.equal(settings.importStrategy, "fromEnvironment");
+  assert.equal(settings.importStrategy, "useBundled");
+  assert.equal(settings.logLevel, "info");
   assert.deepEqual(settings.args, []);
   assert.deepEqual(settings.severity, {});
   assert.equal(settings.debounce, null);
   assert.deepEqual(settings.select, []);
   assert.equal(settings.showNotifications, "onError");
   assert.equal(settings.trace, "off");
-  assert.equal(problems.length, 8);
+  assert.equal(problems.length, 9);
   assert.ok(problems.some((p) => p.startsWith("gradguard.importStrategy")));
   assert.ok(problems.some((p) => p.startsWith("gradguard.severity.GG101")));
 });
 
 test("server settings follow docs/lsp.md: empty select/ignore mean pyproject, lintOnChange -> run", () => {
   const base = toServerSettings({ ...DEFAULTS });
-  assert.deepEqual(base, { enable: true, select: null, ignore: null, severity: {}, run: "onType", exclude: [], configurationPreference: "filesystemFirst" });
+  assert.deepEqual(base, { enable: true, select: null, ignore: null, severity: {}, run: "onType", exclude: [], configurationPreference: "filesystemFirst", logLevel: "info" });
   const s: Settings = { ...DEFAULTS, lintOnChange: false, debounce: 0, select: ["GG1"], ignore: ["GG102"], severity: { GG1: "error" } };
   assert.deepEqual(toServerSettings(s), {
     enable: true,
@@ -76,6 +83,7 @@ test("server settings follow docs/lsp.md: empty select/ignore mean pyproject, li
     debounceMs: 0,
     exclude: [],
     configurationPreference: "filesystemFirst",
+    logLevel: "info",
   });
 });
 
@@ -89,7 +97,8 @@ test("which changes restart the server and which are sent to it", () => {
   const base: Settings = { ...DEFAULTS };
   assert.equal(changeAction(base, { ...base }), "none");
   assert.equal(changeAction(base, { ...base, interpreter: "/other" }), "restart");
-  assert.equal(changeAction(base, { ...base, importStrategy: "useBundled" }), "restart");
+  assert.equal(changeAction(base, { ...base, importStrategy: "fromEnvironment" }), "restart");
+  assert.equal(changeAction(base, { ...base, logLevel: "debug" }), "notify");
   assert.equal(changeAction(base, { ...base, args: ["--log-level", "debug"] }), "restart");
   assert.equal(changeAction(base, { ...base, select: ["GG1"] }), "notify");
   assert.equal(changeAction(base, { ...base, severity: { GG101: "error" } }), "notify");

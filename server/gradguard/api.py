@@ -168,13 +168,21 @@ def check_text(source: str | bytes, path: str = "<string>", config: Config | Non
         extra_notes = [note]
     else:
         extra_notes = []
-    found = [f for f in findings_from_hazards(mine, path, lines, lines_for)
-             if config.enabled(f.code, path) and not suppressed(f, lines)]
+    enabled = [f for f in findings_from_hazards(mine, path, lines, lines_for) if config.enabled(f.code, path)]
+    found = [f for f in enabled if not suppressed(f, lines)]
     for f in found:
         f.severity = config.severity_of(f.code, f.severity)
     if fixes and found:
         from gradguard.fixes import attach_fixes
         attach_fixes(found, source)
+    if "#" in source and config.enabled("GG001", path):
+        from gradguard.noqa import unused_noqa
+
+        for f in unused_noqa(source, lines, enabled, path):
+            f.severity = config.severity_of(f.code, f.severity)
+            if not fixes:
+                f.fixes = []
+            found.append(f)
     found.extend(extra_notes)
     found.sort(key=Finding.sort_key)
     elsewhere: dict[str, list[Finding]] = {}

@@ -31,6 +31,8 @@ DEFAULT_EXCLUDE = (
     ".mypy_cache", ".ruff_cache", ".pytest_cache", "*.egg-info", "site-packages", ".gradguard_cache",
 )
 SEVERITIES = ("error", "warning", "info", "hint")
+#: Codes that run only when selected by their full code (``--extend-select GG001``), never through a prefix.
+OPT_IN = ("GG001",)
 
 
 class ConfigError(ValueError):
@@ -65,7 +67,10 @@ class Config:
     def enabled(self, code: str, path: str | None = None) -> bool:
         if code == "GG000":
             return True  # parse failures are always reported
-        if not any(code.startswith(s) for s in self.select if s):
+        if code in OPT_IN:
+            if code not in self.select:
+                return False
+        elif not any(code.startswith(s) for s in self.select if s):
             return False
         if any(code.startswith(i) for i in self.ignore if i):
             return False
@@ -108,10 +113,10 @@ class _Bad(ValueError):
 
 @lru_cache(maxsize=1)
 def known_codes() -> tuple[str, ...]:
-    """Every rule code (GG000 for files that do not parse, then the rules)."""
+    """Every rule code (GG000 for files that do not parse, GG001 for unused ``# noqa``, then the rules)."""
     from gradguard.rules import ALL_RULES
 
-    return ("GG000", *sorted(r.code for r in ALL_RULES))
+    return ("GG000", "GG001", *sorted(r.code for r in ALL_RULES))
 
 
 def is_code_or_prefix(code: str) -> bool:
@@ -211,6 +216,7 @@ class Key:
 #: ``[tool.gradguard]`` key -> what it sets and how its value is checked.
 SCHEMA: dict[str, Key] = {
     "select": Key("select", _select),
+    "extend-select": Key("extend_select", check_codes),  # added to select (GG001 needs it: see config.OPT_IN)
     "ignore": Key("ignore", check_codes),
     "per-file-ignores": Key("per_file_ignores", _per_file_ignores),
     "per_file_ignores": Key("per_file_ignores", _per_file_ignores),
@@ -246,6 +252,9 @@ def parse_table(table: Any, root: str = "", source: str = "") -> Config:
             kw[spec.field] = spec.parse(value)
         except _Bad as e:
             raise ConfigError(str(e), source, key) from None
+    extend = kw.pop("extend_select", ())
+    if extend:
+        kw["select"] = (*kw.get("select", Config.select), *extend)
     py = kw.get("python")
     if py and root and not os.path.isabs(py) and ("/" in py or os.sep in py):
         kw["python"] = os.path.normpath(os.path.join(root, py))

@@ -11,6 +11,7 @@ import pathspec
 from gradguard.config import DEFAULT_EXCLUDE, Config
 
 PY_SUFFIXES = (".py", ".pyi")
+NOTEBOOK_SUFFIX = ".ipynb"
 
 
 def pattern_factory() -> Callable[[str], pathspec.Pattern]:
@@ -33,8 +34,10 @@ def gitignore_spec(patterns: Iterable[str]) -> pathspec.PathSpec:
     return pathspec.PathSpec(compiled)
 
 
-def iter_python_files(paths: Iterable[str], config: Config) -> Iterator[str]:
-    """Yield files to check. Explicitly named files are always yielded (like ruff); directories are walked."""
+def iter_python_files(paths: Iterable[str], config: Config, notebooks: bool = False) -> Iterator[str]:
+    """Yield files to check. Explicitly named files are always yielded (like ruff); directories are walked (for
+    ``.py``/``.pyi`` files, and ``.ipynb`` notebooks too with ``notebooks=True``)."""
+    suffixes = (*PY_SUFFIXES, NOTEBOOK_SUFFIX) if notebooks else PY_SUFFIXES
     exclude = gitignore_spec([*DEFAULT_EXCLUDE, *config.exclude])
     seen: set[str] = set()
     for top in paths:
@@ -43,10 +46,11 @@ def iter_python_files(paths: Iterable[str], config: Config) -> Iterator[str]:
                 seen.add(top)
                 yield top
             continue
-        yield from _walk(top, exclude, seen)
+        yield from _walk(top, exclude, seen, suffixes)
 
 
-def _walk(top: str, exclude: pathspec.PathSpec, seen: set[str]) -> Iterator[str]:
+def _walk(top: str, exclude: pathspec.PathSpec, seen: set[str], suffixes: tuple[str, ...] = PY_SUFFIXES
+          ) -> Iterator[str]:
     # stack of (dir, [gitignore specs with their base dirs])
     stack: list[tuple[str, list[tuple[str, pathspec.PathSpec]]]] = [(top, _gitignores_above(top))]
     while stack:
@@ -74,7 +78,7 @@ def _walk(top: str, exclude: pathspec.PathSpec, seen: set[str]) -> Iterator[str]
                 continue
             if is_dir:
                 subdirs.append(e.path)
-            elif e.name.endswith(PY_SUFFIXES) and e.path not in seen and _regular(e):
+            elif e.name.endswith(suffixes) and e.path not in seen and _regular(e):
                 seen.add(e.path)
                 yield e.path
         for sd in reversed(subdirs):

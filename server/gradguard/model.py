@@ -54,6 +54,13 @@ class Edit:
     end_line: int
     end_column: int
     text: str
+    cell: int | None = None  # a notebook's cell (1-based) the position is in; None in a .py file
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        if self.cell is None:
+            del d["cell"]
+        return d
 
 
 @dataclass(frozen=True)
@@ -70,7 +77,7 @@ class Fix:
             "safe": self.safe,
             "preferred": self.preferred,
             "kind": self.kind,
-            "edits": [asdict(e) for e in self.edits],
+            "edits": [e.to_json() for e in self.edits],
         }
 
 
@@ -82,9 +89,13 @@ class Related:
     message: str
     end_line: int = 0
     end_column: int = 0
+    cell: int | None = None  # in a notebook: the cell the line is in
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "line": self.line, "column": self.column, "message": self.message}
+        d: dict[str, Any] = {"path": self.path, "line": self.line, "column": self.column, "message": self.message}
+        if self.cell is not None:
+            d["cell"] = self.cell
+        return d
 
 
 @dataclass(frozen=True)
@@ -126,16 +137,17 @@ class Finding:
     mutation: Mutation | None = None
     # Facts behind the finding, for hover/explanations: which op saved which tensor, etc.
     facts: dict[str, Any] = field(default_factory=dict)
+    cell: int | None = None  # in a notebook (``.ipynb``): the cell (1-based) ``line`` counts in
 
     @property
     def span(self) -> Span:
         return Span(self.line, self.column, self.end_line, self.end_column)
 
-    def sort_key(self) -> tuple[str, int, int, str]:
-        return (self.path, self.line, self.column, self.code)
+    def sort_key(self) -> tuple[str, int, int, int, str]:
+        return (self.path, self.cell or 0, self.line, self.column, self.code)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        d = {
             "path": self.path,
             "line": self.line,
             "column": self.column,
@@ -147,6 +159,9 @@ class Finding:
             "related": [r.to_json() for r in self.related],
             "fixes": [f.to_json() for f in self.fixes],
         }
+        if self.cell is not None:
+            d["cell"] = self.cell
+        return d
 
 
 def finding_to_dict(f: Finding) -> dict[str, Any]:
@@ -174,5 +189,5 @@ def finding_from_dict(d: dict[str, Any]) -> Finding:
         related=[Related(**r) for r in d.get("related") or []],
         fixes=[Fix(str(x["title"]), bool(x["safe"]), tuple(Edit(**e) for e in x["edits"]), bool(x.get("preferred")),
                    str(x.get("kind", ""))) for x in d.get("fixes") or []],
-        mutation=mutation, facts=dict(d.get("facts") or {}),
+        mutation=mutation, facts=dict(d.get("facts") or {}), cell=d.get("cell"),
     )

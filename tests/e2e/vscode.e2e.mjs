@@ -2,14 +2,18 @@
 //
 //   node tests/e2e/vscode.e2e.mjs [--vsix gradguard-0.1.0.vsix] [--python .venv/bin/python]
 //
-// Installs the VSIX into a fresh, hermetic code-server (own user-data, extensions, config and XDG dirs),
-// opens a copy of tests/e2e/workspace and asserts from the page: the status bar item, squiggles on exactly the
-// labelled hazard lines (which must also be what `gradguard check` reports), the Problems panel text, the
-// hover, the quick-fix menu, that the preferred quick fix and "gradguard: Fix All" remove the squiggles and the
-// saved file then runs backward clean with torch, and that "Run File and Explain In-place Errors" (the editor
-// title button) shows the runtime diagnostic.  Then, in an untrusted workspace (Restricted Mode) whose root holds a
-// gradguard/ package, pygls/, json.py... that write marker files when imported: diagnostics still arrive, no marker
-// appears, the server is started through the launcher outside the workspace and refuses gradguard.runFile.
+// Installs the VSIX into a fresh, hermetic code-server (own user-data, extensions, config and XDG dirs), with
+// gradguard.interpreter a plain venv of the system Python (no gradguard, no pygls: the VSIX's bundled server runs;
+// --python, the test venv, only runs the CLI on the checked-out server/ and the fixed files with torch), opens a copy
+// of tests/e2e/workspace and asserts from the page: the status bar item, squiggles on exactly the labelled hazard
+// lines (which must also be what `gradguard check` reports), the Problems panel text, the hover, the quick-fix menu
+// (`gradguard (GGxxx): ...` titles), that the preferred quick fix and "gradguard: Fix All" remove the squiggles and
+// the saved file then runs backward clean with torch, and that "Run File and Explain In-place Errors" (the editor
+// title button; the interpreter switched to a venv with torch and still no gradguard) shows its progress, the
+// runtime diagnostic, the notification and the report.  Then, in an untrusted workspace (Restricted Mode) whose root
+// holds a gradguard/ package, pygls/, json.py... that write marker files when imported: diagnostics still arrive,
+// no marker appears, the bundled server is started through the launcher outside the workspace and refuses
+// gradguard.runFile.
 // Screenshots go to artifacts/e2e/.
 // Needs tests/e2e/setup-code-server.sh (code-server, Node 24, chromium); mk/client.mk runs both.
 
@@ -96,15 +100,28 @@ function labelledHazards(file) {
   return out;
 }
 
+// The test's own gradguard CLI runs use the checked-out server/ (whatever the venv has installed), like the VSIX does.
+const CLI_ENV = { ...process.env, PYTHONPATH: [path.join(ROOT, "server"), process.env.PYTHONPATH].filter(Boolean).join(path.delimiter) };
+
 function gradguardCheck(file) {
-  const r = spawnSync(PYTHON, ["-m", "gradguard", "check", "--format", "json", "--exit-zero", file], { encoding: "utf8" });
+  const r = spawnSync(PYTHON, ["-m", "gradguard", "check", "--format", "json", "--exit-zero", file], { encoding: "utf8", env: CLI_ENV });
   if (r.status !== 0) {
     throw new Error(`gradguard check failed: ${r.stderr}`);
   }
   return JSON.parse(r.stdout);
 }
 
+/** A fix's title as the quick-fix menu shows it (server/gradguard/lsp/convert.py action_title; short titles). */
+const menuTitle = (code, fx) =>
+  fx.kind === "noqa"
+    ? `gradguard (${code}): suppress on this line (# noqa: ${code})`
+    : `gradguard (${code}): ${fx.title.replace(/`/g, "").replace(/^[A-Z](?![A-Z])/, (c) => c.toLowerCase())}`;
+
 const norm = (s) => s.replace(/`/g, "").replace(/\s+/g, " ").trim(); // \s includes the editor's U+00A0
+/** A message as the editor shows it: `code` in the CLI's text becomes "code" (server/gradguard/lsp/convert.py plain). */
+const plain = (s) => s.replace(/`([^`\n]*)`/g, '"$1"');
+/** Without any whitespace: the Output view wraps long lines anywhere. */
+const squash = (s) => s.replace(/\s+/g, "");
 
 /** Files below `dir` whose path matches `re`. */
 function findFiles(dir, re) {
@@ -120,7 +137,7 @@ function findFiles(dir, re) {
  * directly, so that a server-side gap is told apart from a client-side one.
  */
 async function serverHandlesVscodeCellUris(wsDir) {
-  const child = spawn(PYTHON, ["-m", "gradguard", "lsp"], { stdio: ["pipe", "pipe", "ignore"] });
+  const child = spawn(PYTHON, ["-m", "gradguard", "lsp"], { stdio: ["pipe", "pipe", "ignore"], env: CLI_ENV });
   let buf = Buffer.alloc(0);
   const got = [];
   child.stdout.on("data", (d) => {
@@ -300,12 +317,40 @@ async function main() {
   // An untouched copy of the model for the severity setting check (model.py itself gets fixed on the way).
   fs.copyFileSync(path.join(ROOT, "tests/e2e/workspace/model.py"), path.join(dirs.ws, "severity.py"));
   fs.writeFileSync(path.join(tmp, "config.yaml"), "bind-addr: 127.0.0.1:0\nauth: none\ncert: false\n");
+  // The user's interpreters have nothing of gradguard's installed: the VSIX's bundled server (bundled/libs) is what
+  // runs.  `bare`: a venv of the system Python without pip or any package.  `torchUser`: the same plus a .pth to
+  // the test venv's site-packages, for torch (Run File); that venv's gradguard stays out of reach (an editable
+  // install's own .pth is only processed in a site directory, not in a directory a .pth adds).
+  const basePython = spawnSync(PYTHON, ["-c", "import os, sys; print(os.path.join(sys.base_prefix, 'bin', 'python3'))"], { encoding: "utf8" }).stdout.trim();
+  const makeVenv = (name, pth) => {
+    const dir = path.join(tmp, name);
+    const r = spawnSync(basePython, ["-m", "venv", "--without-pip", dir], { encoding: "utf8" });
+    if (r.status !== 0) {
+      throw new Error(`${basePython} -m venv ${dir}: ${r.stderr}`);
+    }
+    if (pth) {
+      const site = spawnSync(path.join(dir, "bin/python"), ["-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], { encoding: "utf8" }).stdout.trim();
+      fs.writeFileSync(path.join(site, "test-venv.pth"), `${pth}\n`);
+    }
+    return path.join(dir, "bin/python");
+  };
+  const importable = (py, mods) => {
+    const code = `import importlib.util as u; print(" ".join(m for m in ${JSON.stringify(mods)} if u.find_spec(m)))`;
+    return spawnSync(py, ["-I", "-c", code], { encoding: "utf8", cwd: tmp }).stdout.trim().split(" ").filter(Boolean);
+  };
+  const testSite = spawnSync(PYTHON, ["-c", "import sysconfig; p = sysconfig.get_paths(); print(p['purelib']); print(p['platlib'])"], { encoding: "utf8" }).stdout.trim().split("\n");
+  const BARE = makeVenv("bare-venv");
+  const TORCH_USER = makeVenv("torch-venv", [...new Set(testSite)].join("\n"));
+  const bareHas = importable(BARE, ["gradguard", "pygls", "lsprotocol", "libcst", "torch"]);
+  check(bareHas.length === 0, "the user's interpreter (a plain system Python venv) has neither gradguard nor its dependencies", JSON.stringify(bareHas));
+  const torchHas = importable(TORCH_USER, ["gradguard", "torch"]);
+  check(JSON.stringify(torchHas) === JSON.stringify(["torch"]), "the Run File interpreter has torch but no gradguard", JSON.stringify(torchHas));
   fs.mkdirSync(path.join(dirs.user, "User"), { recursive: true });
   fs.writeFileSync(
     path.join(dirs.user, "User/settings.json"),
     JSON.stringify(
       {
-        "gradguard.interpreter": PYTHON,
+        "gradguard.interpreter": BARE,
         "gradguard.showNotifications": "always",
         "workbench.startupEditor": "none",
         "workbench.tips.enabled": false,
@@ -421,7 +466,7 @@ async function main() {
     ).catch(async () => problemsText(page));
     await shot("02-problems-panel");
     for (const f of cli) {
-      check(norm(problems).includes(norm(f.message)), `Problems panel shows the ${f.code} message`, problems);
+      check(norm(problems).includes(norm(plain(f.message))), `Problems panel shows the ${f.code} message`, problems);
       check(new RegExp(`gradguard\\(${f.code}\\)|${f.code}`).test(problems) && problems.includes(`[Ln ${f.line}, Col ${f.column}]`), `Problems panel shows ${f.code} at [Ln ${f.line}, Col ${f.column}]`, problems);
     }
     await page.keyboard.press("Control+Shift+M"); // toggle the panel away
@@ -462,13 +507,17 @@ async function main() {
         await page.keyboard.press("Control+.");
         await rows.first().waitFor({ timeout: 10000 }).catch(() => log(`no quick-fix menu yet (attempt ${attempt + 1})`));
       }
-      const menu = (await rows.allInnerTexts()).map(norm);
+      const rawMenu = await rows.allInnerTexts();
+      const menu = rawMenu.map((m) => m.replace(/\s+/g, " ").trim());
       await shot("04-quick-fix-menu");
       for (const fx of gg102.fixes) {
-        check(menu.some((m) => m.includes(norm(fx.title))), `quick-fix menu offers "${fx.title}"`, menu.join(" | "));
+        check(menu.includes(menuTitle("GG102", fx)), `quick-fix menu offers "${menuTitle("GG102", fx)}" (the CLI's "${fx.title}")`, menu.join(" | "));
       }
-      check(menu.some((m) => /Suppress GG102/.test(m)), "quick-fix menu offers the noqa suppression", menu.join(" | "));
-      const idx = menu.findIndex((m) => m.includes(norm(preferred.title)));
+      check(menu.includes("gradguard (GG102): suppress on this line (# noqa: GG102)"), "quick-fix menu offers the noqa suppression", menu.join(" | "));
+      check(menu.some((m) => /^gradguard: fix all \(\d+ safe fix(es)?\)$/.test(m)), "quick-fix menu offers 'gradguard: fix all (N safe fixes)'", menu.join(" | "));
+      check(!rawMenu.some((m) => m.includes("`")), "no backticks in the quick-fix titles", rawMenu.join(" | "));
+      const idx = menu.indexOf(menuTitle("GG102", preferred));
+      check(idx >= 0, "the preferred fix is in the menu", menu.join(" | "));
       await rows.nth(Math.max(idx, 0)).click();
       const gone = await waitFor(async () => !(await squiggleLines(page)).includes(gg102.line), 15000, "GG102 squiggle to go").catch(() => false);
       await shot("05-after-preferred-fix");
@@ -497,13 +546,14 @@ async function main() {
     const outputText = await waitFor(
       async () => {
         const t = await page.locator(".output-view, .panel .output").first().innerText().catch(() => "");
-        return /\[client\]/.test(t) ? t : null;
+        return /\[client\]/.test(t) && squash(t).includes(squash(`bundled with the extension, run by ${BARE}`)) ? t : null;
       },
       10000,
       "output channel",
-    ).catch(() => "");
+    ).catch(async () => page.locator(".output-view, .panel .output").first().innerText().catch(() => ""));
     await shot("07-output");
     check(/\[client\]\s/.test(outputText), "the status bar item opens the gradguard output channel", outputText.slice(0, 500));
+    check(squash(outputText).includes(squash(`bundled with the extension, run by ${BARE}`)), "the log says the bundled server runs with the user's interpreter (nothing installed into it)", outputText.slice(0, 1500));
 
     // ------------------------------------------------------------------ source.fixAll.gradguard on save
     const onSavePath = path.join(dirs.ws, "on_save.py");
@@ -557,6 +607,12 @@ async function main() {
     await page.keyboard.press("Control+Shift+M");
 
     // ------------------------------------------------------------------ Run File on a failing script
+    // Run File runs the script with the user's interpreter: switch to one with torch (and still no gradguard).
+    const userSettingsFile = path.join(dirs.user, "User/settings.json");
+    await setUserSettings(page, { ...JSON.parse(fs.readFileSync(userSettingsFile, "utf8")), "gradguard.interpreter": TORCH_USER }, userSettingsFile);
+    await waitFor(async () => (await page.locator('[aria-label="gradguard ready"]').count()) === 0, 10000, "restart to begin").catch(() => undefined);
+    const readyTorch = await waitFor(() => page.locator('[aria-label="gradguard ready"]').count(), 30000, "ready with the torch interpreter").catch(() => 0);
+    check(readyTorch > 0, "a new gradguard.interpreter restarts the server without a reload (ready)");
     await openFile(page, "fail_run.py");
     check((await squiggleLines(page)).length === 0, "fail_run.py has no static findings (the mutation is in another module)");
     const button = page.locator('.editor-actions [aria-label*="Run File and Explain In-place Errors"]').first();
@@ -567,6 +623,11 @@ async function main() {
     } else {
       await runCommand(page, "gradguard: Run File and Explain In-place Errors");
     }
+    // While the script runs: a progress notification with Cancel.
+    const progressToast = page.locator(".notifications-toasts .notification-toast", { hasText: "running fail_run.py" }).first();
+    const progressText = await waitFor(async () => ((await progressToast.count()) ? progressToast.innerText() : null), 15000, "the Run File progress notification").catch(() => "");
+    await shot("08d-run-file-progress");
+    check(/gradguard: running fail_run\.py/.test(progressText) && /Cancel/.test(progressText), "Run File shows a progress notification with Cancel while the script runs", progressText);
     const runProblems = await waitFor(
       async () => {
         // The client shows its output while the script runs: bring the Problems panel (back) up.
@@ -582,6 +643,24 @@ async function main() {
     check(/gradguard-run/.test(runProblems), "Run File publishes runtime diagnostics (source gradguard-run)", runProblems);
     check(/scaling\.py/.test(runProblems) && /\[Ln 5, Col/.test(runProblems), "the runtime diagnostic is on the in-place line in scaling.py (Ln 5)", runProblems);
     check(/sigmoid/i.test(runProblems), "the runtime diagnostic names the op that saved the tensor (sigmoid)", runProblems);
+    // When it failed: an error notification with "Show Report", which opens the report in the log.
+    const doneToast = page.locator(".notifications-toasts .notification-toast", { hasText: "failed with an in-place error" }).first();
+    const doneText = await doneToast.innerText({ timeout: 15000 }).catch(() => "");
+    await shot("09a-run-file-notification");
+    check(/gradguard: fail_run\.py failed with an in-place error: 1 culprit line marked in the editor/.test(norm(doneText)) && /Show Report/.test(doneText), "Run File ends with a notification saying what failed, with 'Show Report'", doneText);
+    if (/Show Report/.test(doneText)) {
+      await doneToast.locator(".monaco-button", { hasText: "Show Report" }).first().click();
+      const report = await waitFor(
+        async () => {
+          const t = squash(await page.locator(".output-view, .panel .output").first().innerText().catch(() => ""));
+          return /savedbysigmoid\S*fail_run\.py:7:/.test(t) && /changedbymul_\S*scaling\.py:5:/.test(t) ? t : null;
+        },
+        10000,
+        "the Run File report in the log",
+      ).catch(async () => squash(await page.locator(".output-view, .panel .output").first().innerText().catch(() => "")));
+      await shot("09b-run-file-report");
+      check(/failedwithanautogradin-placeerror/.test(report) && /savedbysigmoid\S*fail_run\.py:7:/.test(report) && /changedbymul_\S*scaling\.py:5:/.test(report), "'Show Report' shows the report: the saving line (fail_run.py:7) and the modifying line (scaling.py:5)", report.slice(-1500));
+    }
     await openFile(page, "scaling.py");
     await page.waitForTimeout(500);
     const runSquiggles = [...(await squiggleLines(page, "error")), ...(await squiggleLines(page, "warning"))];
@@ -596,7 +675,6 @@ async function main() {
     await shot("11-after-restart");
 
     // ------------------------------------------------------------------ settings apply without a reload
-    const userSettingsFile = path.join(dirs.user, "User/settings.json");
     const settings = JSON.parse(fs.readFileSync(userSettingsFile, "utf8"));
     // gradguard.severity goes to the running server (didChangeConfiguration): GG101 becomes an error.
     await setUserSettings(page, { ...settings, "gradguard.severity": { GG101: "error" } }, userSettingsFile);
@@ -614,17 +692,29 @@ async function main() {
     await setUserSettings(page, { ...settings, "gradguard.enable": false }, userSettingsFile);
     const disabled = await waitFor(() => page.locator('[aria-label="gradguard disabled"]').count(), 20000, "disabled").catch(() => 0);
     check(disabled > 0, "gradguard.enable=false stops the server without a reload (status 'disabled')");
-    // An interpreter without gradguard: the status turns to error and the message offers to install it.
-    const base = spawnSync(PYTHON, ["-c", "import sys; print(sys.base_prefix)"], { encoding: "utf8" }).stdout.trim();
-    const bare = path.join(tmp, "bare-venv");
-    spawnSync(path.join(base, "bin/python3"), ["-m", "venv", "--without-pip", bare]);
-    await setUserSettings(page, { ...settings, "gradguard.enable": true, "gradguard.interpreter": path.join(bare, "bin/python") }, userSettingsFile);
-    const errored = await waitFor(() => page.locator('[aria-label="gradguard error"]').count(), 30000, "error status").catch(() => 0);
-    const toast = page.locator(".notifications-toasts .notification-toast", { hasText: "is not installed in" }).first();
-    const toastText = await toast.innerText({ timeout: 15000 }).catch(() => "");
-    await shot("12-gradguard-missing");
-    check(errored > 0, "an interpreter without gradguard turns the status bar item to error");
-    check(/gradguard is not installed in .*bare-venv/.test(norm(toastText)) && /Install gradguard/.test(toastText), "the notification says gradguard is missing and offers 'Install gradguard'", toastText);
+    // Enabled again with the plain system Python: the bundled server starts, nothing is installed or offered.
+    await setUserSettings(page, { ...settings, "gradguard.enable": true, "gradguard.interpreter": BARE }, userSettingsFile);
+    const reenabled = await waitFor(() => page.locator('[aria-label="gradguard ready"]').count(), 30000, "ready again").catch(() => 0);
+    await openFile(page, "severity.py");
+    const linesAgain = await waitFor(async () => {
+      const l = await squiggleLines(page);
+      return JSON.stringify(l) === JSON.stringify(labelLines) ? l : null;
+    }, 20000, "squiggles again").catch(async () => squiggleLines(page));
+    await runCommand(page, "gradguard: Show Debug Info");
+    const debugInfo = await waitFor(
+      async () => {
+        const t = squash(await page.locator(".output-view, .panel .output").first().innerText().catch(() => ""));
+        return /serverstate:Running/.test(t) && /server:\{"gradguard":/.test(t) ? t : null;
+      },
+      10000,
+      "debug info",
+    ).catch(async () => squash(await page.locator(".output-view, .panel .output").first().innerText().catch(() => "")));
+    await shot("12-reenabled-debug-info");
+    const installToasts = await page.locator(".notifications-toasts .notification-toast", { hasText: /not installed|Install/ }).count();
+    check(reenabled > 0 && JSON.stringify(linesAgain) === JSON.stringify(labelLines), "gradguard.enable=true with the plain Python: ready again, squiggles back", JSON.stringify(linesAgain));
+    check(installToasts === 0, "no 'not installed' / 'Install' notification: the VSIX needs nothing in the user's environment");
+    // The tail of it (the Output view shows the last lines): the server's own view of what runs it.
+    check(debugInfo.includes(`"python":"${BARE}"`) && /"location":"[^"]*\/extensions\/[^"]*\/bundled\/libs\/gradguard"/.test(debugInfo) && debugInfo.includes('"flags":{"isolated":true'), "'gradguard: Show Debug Info': the server runs from the VSIX's bundled/libs, isolated, with the user's interpreter", debugInfo.slice(-1500));
     await page.close();
     stopServer();
 
@@ -656,7 +746,7 @@ async function main() {
     const userSettings = JSON.parse(fs.readFileSync(path.join(dirs.user, "User/settings.json"), "utf8"));
     fs.writeFileSync(
       path.join(user2, "User/settings.json"),
-      JSON.stringify({ ...userSettings, "gradguard.interpreter": PYTHON, "gradguard.enable": true, "security.workspace.trust.enabled": true, "security.workspace.trust.startupPrompt": "always" }),
+      JSON.stringify({ ...userSettings, "gradguard.interpreter": BARE, "gradguard.enable": true, "security.workspace.trust.enabled": true, "security.workspace.trust.startupPrompt": "always" }),
     );
     const port2 = await freePort();
     const server2 = spawn(
@@ -698,7 +788,7 @@ async function main() {
     // The extension's own output channel, as code-server logs it: how the server was started.
     const clientLog = findFiles(path.join(user2, "logs"), /gradguard.*\.log$/).map((f) => fs.readFileSync(f, "utf8")).join("\n");
     const started = /Starting: (.*)/.exec(clientLog)?.[1] ?? "";
-    check(/ -[IP] \S*client\/launcher\/launch\.py --exclude \S*untrusted-ws lsp/.test(started) && !/ -m gradguard/.test(started) && /in \S*client\/launcher\b/.test(started), "untrusted workspace: the server is started through the launcher (-I/-P, --exclude the workspace), outside the workspace", started || clientLog.slice(0, 600));
+    check(started.startsWith(`${BARE} -I `) && / -I \S*client\/launcher\/launch\.py --libs \S*bundled\/libs --exclude \S*untrusted-ws lsp/.test(started) && !/ -m gradguard/.test(started) && /in \S*client\/launcher\b/.test(started), "untrusted workspace: the bundled server is started through the launcher (-I, --libs bundled/libs, --exclude the workspace), outside the workspace", started || clientLog.slice(0, 600));
     check(runButton2 === 0, "untrusted workspace: no Run File button in the editor title");
     await page2.keyboard.press("F1");
     await page2.locator(".quick-input-widget input").fill(">gradguard: Run File");

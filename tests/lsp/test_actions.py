@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from gradguard.fixes import apply_edits
 from gradguard.model import Edit
-from lsp_helpers import GG101_SRC, codes, full_change, needs_analyzer, open_doc, session, wait_published
+from lsp_helpers import GG101_SRC, capabilities, codes, full_change, needs_analyzer, open_doc, session, wait_published
 from lsprotocol import types as T
 
 pytestmark = [pytest.mark.asyncio, needs_analyzer]
@@ -31,12 +31,16 @@ async def test_quickfixes_and_suppress(tmp_path):
         (d,) = p.diagnostics
         acts = await actions(c, uri, d.range, [d])
         quick = [a for a in acts if a.kind == T.CodeActionKind.QuickFix]
-        assert len(quick) == len(d.data["fixes"]) >= 2
-        assert [a.title for a in quick] == [f["title"] for f in d.data["fixes"]]
+        assert len(quick) == len(d.data["fixes"]) >= 2  # one finding, one safe fix: no fix-all beside its own fix
+        # titles name the tool and the rule, without literal backticks
+        assert [a.title for a in quick] == ["gradguard (GG101): rewrite y += 1 as y = y + 1",
+                                            "gradguard (GG101): clone y before modifying it (y = y.clone())",
+                                            "gradguard (GG101): suppress on this line (# noqa: GG101)"]
+        assert "`" not in d.message and '"y" in place' in d.message
         preferred = [a for a in quick if a.is_preferred]
-        assert len(preferred) == 1 and preferred[0].title == next(f["title"] for f in d.data["fixes"] if f["preferred"])
+        assert len(preferred) == 1 and preferred[0].title == quick[0].title
         assert all(a.diagnostics and a.diagnostics[0].code == "GG101" for a in quick)
-        suppress = next(a for a in quick if a.title == "Suppress GG101 on this line")
+        suppress = quick[-1]
         fixed = apply_lsp(GG101_SRC, suppress.edit.changes[uri])
         assert fixed.splitlines()[3] == "y += 1  # noqa: GG101"
         n = len(c.published)
@@ -89,8 +93,8 @@ async def test_hover_explains_this_case(tmp_path):
         assert h.contents.kind == T.MarkupKind.Markdown
         assert "GG101" in md and "line 3" in md and "exp" in md and "`y = x.exp()`" in md
         assert "in place" in md and "backward" in md
-        assert "Before:" in md and "y += 1" in md and "After:" in md and "y = y + 1" in md
-        assert "docs/rules/GG101.md" in md
+        assert "y += 1" in md and "y = y + 1" in md
+        assert "GG101.md" in md
         none = await c.text_document_hover_async(T.HoverParams(
             text_document=T.TextDocumentIdentifier(uri=uri), position=T.Position(line=0, character=2)))
         assert none is None
@@ -137,7 +141,68 @@ async def test_fix_all_leaves_out_fixes_that_do_not_fix(tmp_path):
         whole = T.Range(start=T.Position(line=0, character=0), end=T.Position(line=0, character=0))
         assert not await actions(c, uri, whole, [], only=["source.fixAll"])
         quick = await actions(c, uri, gg101.range, [gg101], only=[T.CodeActionKind.QuickFix])
-        assert preferred["title"] in [a.title for a in quick]
+        assert "gradguard (GG101): clone x where Linear uses it (line 12): x.clone()" in [a.title for a in quick]
         res = await c.workspace_execute_command_async(T.ExecuteCommandParams(
             command="gradguard.fixAll", arguments=[uri]))
-        assert res == {"applied": 0} and not c.applied_edits
+        assert res["applied"] == 0 and not c.applied_edits
+        assert "would not remove its finding" in res["skipped"]  # and the command says why
+
+
+async def test_hover_leads_with_the_two_lines_and_the_fix(tmp_path):
+    """Saved here, modified here, the fix; then why, briefly. Not the message again, not the user's comments."""
+    src = GG101_SRC.replace("y = x.exp()\n", "y = x.exp()  # keep this, Bob\n").replace(
+        "y += 1\n", "y += 1  # TODO ask Alice\n")
+    async with session() as c:
+        uri = (tmp_path / "m.py").as_uri()
+        open_doc(c, uri, src)
+        (d,) = (await wait_published(c, uri)).diagnostics
+        h = await c.text_document_hover_async(T.HoverParams(
+            text_document=T.TextDocumentIdentifier(uri=uri), position=T.Position(line=3, character=2)))
+        md = h.contents.value
+        saved, modified, fix, why = (md.index(k) for k in ("**saved** line 3", "**modified** line 4", "**Fix**",
+                                                          "Why backward breaks"))
+        assert saved < modified < fix < why
+        assert "`y = x.exp()`" in md[saved:modified] and "`y += 1`" in md[modified:fix]
+        assert "y = y + 1" in md[fix:why]
+        assert "Bob" not in md and "Alice" not in md  # trailing comments are not quoted back
+        assert d.message not in md and "Before:" not in md
+        assert len(md) < 1200 and md.count("\n") < 20
+
+
+UNSAFE_SRC = (GG101_SRC.replace("y.sum().backward()\n", "")
+              + "z = x.sigmoid()\nw = z\nz.mul_(2)\n(y.sum() + w.sum()).backward()\n")
+
+
+async def test_fix_all_in_the_lightbulb_says_what_it_skips(tmp_path):
+    caps = capabilities()
+    caps.text_document.code_action.disabled_support = True
+    async with session(caps=caps) as c:
+        uri = (tmp_path / "m.py").as_uri()
+        open_doc(c, uri, UNSAFE_SRC)
+        p = await wait_published(c, uri)
+        safe_d, unsafe_d = sorted(p.diagnostics, key=lambda d: d.range.start.line)
+        assert [safe_d.range.start.line, unsafe_d.range.start.line] == [3, 6]
+        # the lightbulb (no `only`) at the safe finding: its fixes, then fix-all, which names what it leaves out
+        acts = await actions(c, uri, safe_d.range, [safe_d])
+        fix_all = [a for a in acts if a.title.startswith("gradguard: fix all")]
+        assert [a.kind for a in fix_all] == [T.CodeActionKind.QuickFix]
+        assert fix_all[0].title == "gradguard: fix all (1 safe fix; skips 1 unsafe (GG101): may change results)"
+        assert apply_lsp(UNSAFE_SRC, fix_all[0].edit.changes[uri]).splitlines()[3] == "y = y + 1"
+        # source.fixAll (fix on save) is the same edit under its own kind, and stays out of `only: quickfix`
+        src_acts = await actions(c, uri, safe_d.range, [], only=["source.fixAll"])
+        assert [a.kind for a in src_acts] == ["source.fixAll.gradguard"]
+        # the command says what it skipped and why
+        res = await c.workspace_execute_command_async(T.ExecuteCommandParams(
+            command="gradguard.fixAll", arguments=[uri]))
+        assert res["applied"] == 1 and "unsafe" in res["skipped"] and "may change what the code computes" in \
+            res["skipped"]
+        # nothing left but the unsafe one: fix-all is shown disabled, with the reason
+        fixed = apply_lsp(UNSAFE_SRC, c.applied_edits[0].edit.changes[uri])
+        n = len(c.published)
+        full_change(c, uri, fixed, 2)
+        p2 = await wait_published(c, uri, n, lambda p: p.version == 2)
+        (only_unsafe,) = p2.diagnostics
+        acts = await actions(c, uri, only_unsafe.range, [only_unsafe])
+        (disabled,) = [a for a in acts if a.disabled is not None]
+        assert disabled.title.startswith("gradguard: fix all (skips 1 unsafe")
+        assert "review" in disabled.disabled.reason

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
+from pathlib import Path
 
 import pytest
 from lsp_helpers import GG101_SRC, codes, full_change, needs_analyzer, open_doc, session, wait_for, wait_published
@@ -37,22 +39,27 @@ async def test_run_file_publishes_runtime_diagnostics(tmp_path):
         assert res["status"] == "error" and res["ok"] is False and res["diagnostics"] == 1
         assert res["exit_code"] == res["returncode"] == 1
         assert res["culprits"][0]["line"] == 4 and res["saved_by"][0]["line"] == 3
-        p = await wait_published(c, uri, n, lambda p: any(d.source == "gradguard-run" for d in p.diagnostics))
-        run_d = next(d for d in p.diagnostics if d.source == "gradguard-run")
-        assert run_d.code == "GG101" and run_d.range.start.line == 3
+        p = await wait_published(c, uri, n, lambda p: any("Run File" in d.message for d in p.diagnostics))
+        # one diagnostic on the line: the static finding, confirmed by the run (not a second one worded differently)
+        (run_d,) = p.diagnostics
+        assert run_d.code == "GG101" and run_d.range.start.line == 3 and run_d.source == "gradguard"
+        assert run_d.severity == T.DiagnosticSeverity.Error and "confirmed" in run_d.message
         saved = [r for r in run_d.related_information if r.location.range.start.line == 2]
         assert saved and "exp" in saved[0].message
-        # the static diagnostic is still there next to it
-        assert "gradguard" in {d.source for d in p.diagnostics}
         # output streamed as window/logMessage, progress begin/end reported
         assert any("hello from the script" in m.message for m in c.log_messages)
         kinds = [v.kind for reports in c.progress_reports.values() for v in reports]
         assert kinds and kinds[0] == "begin" and kinds[-1] == "end"
+        # the doctor's report in the log: the saving line and the modifying line, as path:line:col links
+        report = next(m.message for m in c.log_messages if m.message.startswith("gradguard run:"))
+        assert res["report"] in report
+        assert f"saved by    exp        {script}:3:" in report and "y = x.exp()" in report
+        assert "changed by  " in report and f"{script}:4:" in report and "y += 1" in report
         # they stay until the file changes
         n = len(c.published)
         full_change(c, uri, script.read_text() + "# edited\n", 2)
         p = await wait_published(c, uri, n, lambda p: p.version == 2)
-        assert [d.source for d in p.diagnostics] == ["gradguard"]
+        assert [d.source for d in p.diagnostics] == ["gradguard"] and "Run File" not in p.diagnostics[0].message
 
 
 async def test_run_file_errors_are_clear(tmp_path):
@@ -128,3 +135,33 @@ async def test_check_workspace_with_progress(tmp_path):
         await wait_for(lambda: codes(c.diagnostics.get(bad, ())) == ["GG101"], what="workspace diagnostics")
         (reports,) = c.progress_reports.values()
         assert reports[0].kind == "begin" and reports[-1].kind == "end"
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_RUNTIME, reason="the runtime doctor is not installed")
+async def test_run_file_cancel_stops_the_script(tmp_path):
+    """The client's Cancel (gradguard.cancelRun): pygls answers $/cancelRequest for a command without stopping it."""
+    script = tmp_path / "slow.py"
+    marker = tmp_path / "finished"
+    script.write_text(f"import time\nprint('started', flush=True)\ntime.sleep(60)\nopen({str(marker)!r}, 'w')\n")
+    uri = script.as_uri()
+    async with session(init={"runTimeout": 120}) as c:
+        assert (await run(c, "gradguard.cancelRun", uri)) == {"cancelled": 0}  # nothing running
+        started = asyncio.get_running_loop().time()
+        task = asyncio.ensure_future(run(c, "gradguard.runFile", {"uri": uri, "progress": False}))
+        await wait_for(lambda: any("started" in m.message for m in c.log_messages), 60, "the script to start")
+        assert (await run(c, "gradguard.cancelRun", uri)) == {"cancelled": 1}
+        res = await asyncio.wait_for(task, 20)
+        assert res["ok"] is False and not marker.exists()
+        assert asyncio.get_running_loop().time() - started < 50
+        assert not c.progress_reports  # "progress": false: the client shows its own, with Cancel
+
+
+async def test_debug_info(tmp_path):
+    async with session() as c:
+        info = await run(c, "gradguard.debugInfo")
+    import gradguard
+
+    assert info["gradguard"] == gradguard.__version__ and info["python"]
+    assert info["location"] == str(Path(gradguard.__file__).parent) and info["diagnostics"] == "push"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from lsp_helpers import GG101_SRC, codes, needs_analyzer, open_doc, session, wait_for, wait_published
 from lsprotocol import types as T
@@ -123,3 +125,21 @@ async def test_bad_settings_are_one_notification_and_defaults_apply(tmp_path):
         text = c.messages[0].message
         assert "3 settings ignored" in text and "GG999" in text and "'!'" in text and "debounceMs" in text
         assert sum("ignored" in m.message for m in c.log_messages) >= 3
+
+
+async def test_rule_links_are_real_or_configured(tmp_path):
+    """codeDescription.href: the installed version's page (a file that exists), or the docsBaseUrl setting."""
+    from urllib.parse import urlparse
+    from urllib.request import url2pathname
+
+    uri = (tmp_path / "m.py").as_uri()
+    async with session() as c:
+        open_doc(c, uri, GG101_SRC)
+        (d,) = (await wait_published(c, uri)).diagnostics
+        href = d.code_description.href
+        assert href.startswith("file:") and href.endswith("GG101.md")
+        assert "GG101" in Path(url2pathname(urlparse(href).path)).read_text(encoding="utf-8")
+    async with session(init={"docsBaseUrl": "https://docs.example.org/gradguard/{code}.html"}) as c:
+        open_doc(c, uri, GG101_SRC)
+        (d,) = (await wait_published(c, uri)).diagnostics
+        assert d.code_description.href == "https://docs.example.org/gradguard/GG101.html"

@@ -56,7 +56,6 @@ from gradguard.analysis.values import (
 from gradguard.knowledge import OpInfo
 from gradguard.knowledge import libraries as L
 
-
 # view ops that return a copy when the input cannot be viewed: not known to alias
 MAYBE_ALIAS = ("reshape", "reshape_as", "flatten", "contiguous", "ravel")
 

@@ -17,8 +17,6 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
-import libcst as cst
-
 from gradguard.fixes.scope import is_private_tensor
 from gradguard.model import Edit, Finding, Fix, Mutation, Span, source_lines
 
@@ -863,50 +861,77 @@ def _setitem(ctx: Ctx) -> list[Fix]:
 # torch.op(..., out=x)
 # -----------------------------------------------------------------------------------------------------------
 
-class _DropArg(cst.CSTTransformer):
-    def __init__(self, keyword: str | None = None, index: int | None = None, replace: str | None = None) -> None:
-        self.keyword, self.index, self.replace = keyword, index, replace
-        self.done = False
-        self.depth = 0
+@lru_cache(maxsize=1)
+def _libcst() -> Any:
+    """libcst, or None when it is not installed (the editor's bundled server runs without it: then the
+    standard-library twin :func:`gradguard.fixes.callargs.rewrite_call` does the same edit)."""
+    try:
+        import libcst
+    except ImportError:
+        import logging
 
-    def visit_Call(self, node: cst.Call) -> bool:
-        self.depth += 1
-        return self.depth == 1
+        logging.getLogger("gradguard.fixes").info(
+            "libcst is not installed: argument removal in fixes uses the tokenize-based rewrite")
+        return None
+    return libcst
 
-    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
-        self.depth -= 1
-        if self.depth != 0:
-            return updated
-        args = list(updated.args)
-        for i, a in enumerate(args):
-            hit = (self.keyword is not None and a.keyword is not None and a.keyword.value == self.keyword) or \
-                  (self.index is not None and a.keyword is None and i == self.index)
-            if not hit:
-                continue
-            self.done = True
-            if self.replace is not None:
-                args[i] = a.with_changes(value=cst.parse_expression(self.replace))
+
+@lru_cache(maxsize=1)
+def _drop_arg_class() -> Any:
+    cst = _libcst()
+
+    class DropArg(cst.CSTTransformer):  # type: ignore[misc, name-defined]
+        def __init__(self, keyword: str | None = None, index: int | None = None, replace: str | None = None) -> None:
+            super().__init__()
+            self.keyword, self.index, self.replace = keyword, index, replace
+            self.done = False
+            self.depth = 0
+
+        def visit_Call(self, node: Any) -> bool:
+            self.depth += 1
+            return self.depth == 1
+
+        def leave_Call(self, original: Any, updated: Any) -> Any:
+            self.depth -= 1
+            if self.depth != 0:
+                return updated
+            args = list(updated.args)
+            for i, a in enumerate(args):
+                hit = (self.keyword is not None and a.keyword is not None and a.keyword.value == self.keyword) or \
+                      (self.index is not None and a.keyword is None and i == self.index)
+                if not hit:
+                    continue
+                self.done = True
+                if self.replace is not None:
+                    args[i] = a.with_changes(value=cst.parse_expression(self.replace))
+                    return updated.with_changes(args=args)
+                del args[i]
+                if args and i == len(args):  # removed the last argument: drop the trailing comma it relied on
+                    last = args[-1]
+                    keep_trailing = isinstance(a.comma, cst.Comma)
+                    args[-1] = last.with_changes(comma=last.comma if keep_trailing else cst.MaybeSentinel.DEFAULT)
                 return updated.with_changes(args=args)
-            del args[i]
-            if args and i == len(args):  # removed the last argument: drop the trailing comma it relied on
-                last = args[-1]
-                keep_trailing = isinstance(a.comma, cst.Comma)
-                args[-1] = last.with_changes(comma=last.comma if keep_trailing else cst.MaybeSentinel.DEFAULT)
-            return updated.with_changes(args=args)
-        return updated
+            return updated
+
+    return DropArg
 
 
 def _rewrite_call(text: str, keyword: str | None = None, index: int | None = None,
                   replace: str | None = None) -> str | None:
+    cst = _libcst()
+    if cst is None:
+        from gradguard.fixes.callargs import rewrite_call
+
+        return rewrite_call(text, keyword, index, replace)
     try:
         expr = cst.parse_expression(text)
-    except (cst.ParserSyntaxError, Exception):
+    except Exception:
         return None
-    t = _DropArg(keyword, index, replace)
+    t = _drop_arg_class()(keyword, index, replace)
     new = expr.visit(t)
     if not t.done or not isinstance(new, cst.BaseExpression):
         return None
-    return cst.Module(body=[]).code_for_node(new)
+    return str(cst.Module(body=[]).code_for_node(new))
 
 
 def _out(ctx: Ctx) -> list[Fix]:

@@ -62,11 +62,13 @@ def char_index(s: str, n_units: int, encoding: str) -> int:
 
 @dataclass(frozen=True)
 class Segment:
-    """Lines ``first`` .. ``first + count - 1`` (0-based) of the analysed program belong to ``uri``."""
+    """Lines ``first`` .. ``first + count - 1`` (0-based) of the analysed program belong to ``uri``; ``cell`` is its
+    number in a notebook (1-based, every cell counted, as ``gradguard check`` prints it), 0 for a text document."""
 
     uri: str
     first: int
     count: int
+    cell: int = 0
 
 
 @dataclass
@@ -91,6 +93,23 @@ class Mapper:
             if s.first <= line0:
                 best = s
         return best
+
+    @property
+    def notebook(self) -> bool:
+        return any(s.cell for s in self.segments)
+
+    def locate(self, line1: int) -> tuple[Segment | None, int]:
+        """Program line (1-based) -> (its segment, line in that segment, 1-based)."""
+        seg = self.segment_of(max(line1 - 1, 0))
+        return seg, (line1 - seg.first if seg is not None else line1)
+
+    def relabel(self, text: str, own: Segment | None) -> str:
+        """In a notebook, "line 14" of the combined program as the cells read it ("line 2", "cell 3, line 1")."""
+        if not self.notebook or "line" not in text:
+            return text
+        from gradguard.notebook import relabel
+
+        return relabel(text, self.locate, own, lambda seg: f"cell {seg.cell}" if seg is not None else "a cell")
 
     def segment_for_uri(self, uri: str) -> Segment | None:
         for s in self.segments:
@@ -201,11 +220,47 @@ class Entry:
     fixes: list[LspFix]
 
 
-def docs_href(code: str) -> str | None:
-    from gradguard.rules import BY_CODE
+_DOCS_BASE: list[str] = [""]
 
-    rule = BY_CODE.get(code)
-    return rule.docs_url() if rule is not None else None
+
+def set_docs_base(url: str | None) -> None:
+    """The ``docsBaseUrl`` setting: where rule links point ("" = the installed version's pages)."""
+    _DOCS_BASE[0] = url or ""
+
+
+def docs_href(code: str) -> str | None:
+    from gradguard.rules.docs import page_uri
+
+    try:
+        return page_uri(code, _DOCS_BASE[0] or None)
+    except Exception:  # never fail a diagnostic over a link
+        return None
+
+
+_TICKS = re.compile(r"`([^`\n]*)`")
+
+
+def plain(text: str) -> str:
+    """Text for places that show it literally (diagnostic messages): `code` becomes "code"."""
+    return _TICKS.sub(r'"\1"', text) if "`" in text else text
+
+
+def action_title(code: str, title: str, kind: str = "") -> str:
+    """A quick fix as menus show it: ``gradguard (GG102): remove inplace=True from nn.ReLU(...)``, short, no
+    backticks (a parenthesised remark or a ``: preview`` tail goes when the title is long)."""
+    if kind == "noqa":
+        return f"gradguard ({code}): suppress on this line (# noqa: {code})"
+    t = title.replace("`", "")
+    limit = 64
+    if len(t) > limit:
+        t = re.sub(r"\s*\([^()]*\)$", "", t)
+    if len(t) > limit and ": " in t:
+        t = t.split(": ", 1)[0]
+    if len(t) > limit:
+        t = t[:limit - 1].rstrip() + "…"
+    if t[:1].isupper() and not t[1:2].isupper():
+        t = t[0].lower() + t[1:]
+    return f"gradguard ({code}): {t}"
 
 
 def related_location(mapper: Mapper, path_uri: dict[str, str], r: Any, main_path: str) -> T.Location | None:
@@ -233,17 +288,21 @@ def to_entry(f: Finding, mapper: Mapper, version: int | None, source: str = "gra
     if got is None:
         return None
     uri, rng = got
+    own = mapper.segment_for_uri(uri) if mapper.notebook else None
     fixes = [lf for lf in (map_fix(mapper, x) for x in f.fixes) if lf is not None]
+    if own is not None:  # notebook: line numbers in titles as the cells read them
+        fixes = [LspFix(Fix(mapper.relabel(lf.fix.title, own), lf.fix.safe, lf.fix.edits, lf.fix.preferred,
+                            lf.fix.kind), lf.edits) for lf in fixes]
     related = []
     for r in f.related:
         loc = related_location(mapper, {}, r, f.path)
         if loc is not None:
-            related.append(T.DiagnosticRelatedInformation(location=loc, message=r.message))
+            related.append(T.DiagnosticRelatedInformation(location=loc, message=plain(mapper.relabel(r.message, own))))
     href = docs_href(f.code)
     sev = SEVERITY.get((severity_override or f.severity or "warning").lower(), T.DiagnosticSeverity.Warning)
     diag = T.Diagnostic(
         range=rng,
-        message=f.message,
+        message=plain(mapper.relabel(f.message, own)),
         severity=sev,
         code=f.code,
         code_description=T.CodeDescription(href=href) if href else None,

@@ -1,46 +1,20 @@
-"""Notebook cells -> one program (in cell order) and the line map back to each cell."""
+"""Notebook cells -> one program (in cell order) and the line map back to each cell (:mod:`gradguard.notebook`
+does the work; this adds the LSP segments)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gradguard.lsp.convert import Segment, split_lines
+from gradguard.lsp.convert import Segment
+from gradguard.notebook import KEEP_CELL_MAGICS
+from gradguard.notebook import assemble as _assemble
 
-KEEP_CELL_MAGICS = ("%%time", "%%timeit", "%%capture")
-
-
-def _blank_magics(lines: list[str]) -> list[str]:
-    """IPython line magics and shell escapes become comments of the same length (columns stay put)."""
-    out = []
-    for ln in lines:
-        s = ln.lstrip()
-        if s.startswith(("%", "!")) or (s.endswith("?") and s[:-1].replace(".", "").isidentifier()):
-            indent = len(ln) - len(s)
-            out.append(ln[:indent] + "#" + s[1:])
-        else:
-            out.append(ln)
-    return out
+__all__ = ["KEEP_CELL_MAGICS", "assemble"]
 
 
-def assemble(cells: Sequence[tuple[str, str]]) -> tuple[str, list[Segment]]:
-    """``cells``: (uri, text) of the code cells in order. Returns (program text, segments).
-
-    Each cell contributes its lines followed by a line break; a cell with an unsupported cell magic
-    (``%%bash`` ...) contributes comment lines only, so its line numbers still map.
-    """
-    parts: list[str] = []
-    segments: list[Segment] = []
-    line = 0
-    for uri, text in cells:
-        lines = split_lines(text)
-        if lines and lines[-1] == "" and len(lines) > 1:
-            lines = lines[:-1]  # a trailing newline does not make an extra line in the cell
-        first = lines[0].strip() if lines else ""
-        if first.startswith("%%") and not first.startswith(KEEP_CELL_MAGICS):
-            lines = ["#" + ln[1:] if ln else ln for ln in lines]
-        else:
-            lines = _blank_magics(lines)
-        segments.append(Segment(uri, line, len(lines)))
-        parts.extend(lines)
-        line += len(lines)
-    return "\n".join(parts) + ("\n" if parts else ""), segments
+def assemble(cells: Sequence[tuple[str, str]], numbers: Sequence[int] = ()) -> tuple[str, list[Segment]]:
+    """``cells``: (uri, text) of the code cells in order; ``numbers``: their cell numbers in the notebook (1-based,
+    every cell counted). Returns (program text, segments)."""
+    text, segs = _assemble(cells)
+    nums = list(numbers) or list(range(1, len(segs) + 1))
+    return text, [Segment(uri, first, count, n) for (uri, first, count), n in zip(segs, nums)]

@@ -44,7 +44,7 @@ SOURCE = "gradguard"
 RUN_SOURCE = "gradguard-run"
 FIX_ALL_KIND = "source.fixAll.gradguard"
 COMMANDS = ("gradguard.fixAll", "gradguard.runFile", "gradguard.showKnowledge", "gradguard.checkWorkspace",
-            "gradguard.clearRunDiagnostics")
+            "gradguard.clearRunDiagnostics", "gradguard.cancelRun", "gradguard.debugInfo")
 REQUEST_FAILED = -32803
 INVALID_REQUEST = -32600
 PARSE_ERROR = -32700
@@ -272,6 +272,7 @@ class Controller:
         self.refresh_support = False
         self.progress_support = False
         self.apply_edit_support = True
+        self.disabled_support = False
         self.log_handler: logging.Handler | None = None
         self._logged: set[str] = set()
         self._shown: set[str] = set()  # configuration problems already notified
@@ -282,6 +283,8 @@ class Controller:
         self._tokens = itertools.count(1)
         self._lock = threading.Lock()
         self.cancel_runs = threading.Event()  # set at shutdown: stops scripts started by gradguard.runFile
+        self.run_cancels: dict[threading.Event, str] = {}  # one per gradguard.runFile in progress -> its uri
+        self._nb_sigs: dict[str, dict[str, list[tuple[Any, ...]]]] = {}  # notebook -> what each cell showed
 
     # ----------------------------------------------------------------------------------------------- logging
     def _send_log(self, level: T.MessageType, message: str, show: bool = False) -> None:
@@ -356,6 +359,9 @@ class Controller:
             self.loop.call_soon_threadsafe(send)
 
     def configure_logging(self) -> None:
+        from gradguard.lsp.convert import set_docs_base
+
+        set_docs_base(self.settings.docs_base_url)
         level = {"error": logging.ERROR, "warning": logging.WARNING, "info": logging.INFO,
                  "debug": logging.DEBUG}[self.settings.log_level]
         log.setLevel(level)
@@ -390,6 +396,8 @@ class Controller:
         self.refresh_support = bool(ws and ws.diagnostics and ws.diagnostics.refresh_support)
         self.apply_edit_support = bool(ws and ws.apply_edit) if ws is not None else False
         self.progress_support = bool(caps.window and caps.window.work_done_progress)
+        ca = caps.text_document.code_action if caps.text_document else None
+        self.disabled_support = bool(ca and ca.disabled_support)
         self.settings, warnings = parse_settings(params.initialization_options, self.settings)
         self.configure_logging()
         self.settings_problems(warnings)
@@ -442,6 +450,9 @@ class Controller:
     def on_shutdown(self, params: Any) -> None:
         self.exiting = True  # checks of huge documents in child processes stop (their children are killed)
         self.cancel_runs.set()
+        with self._lock:
+            for ev in self.run_cancels:
+                ev.set()
         for u in self.units.values():
             if u.task is not None:
                 u.task.cancel()
@@ -492,14 +503,16 @@ class Controller:
         from gradguard.lsp.notebook import assemble
 
         cells = []
-        for cell in nb.cells:
+        numbers = []
+        for number, cell in enumerate(nb.cells, 1):
             if cell.kind != T.NotebookCellKind.Code:
                 continue
             doc = self._text_doc(cell.document)
             if doc is None or (doc.language_id or "python").lower() not in PYTHON_LANGUAGES:
                 continue
             cells.append((cell.document, doc._source or ""))
-        text, segments = assemble(cells)
+            numbers.append(number)
+        text, segments = assemble(cells, numbers)
         return Snapshot(text, nb.version, _uri_path(u.key), segments, self.workspace_folders())
 
     def current_version(self, u: Unit) -> int | None:
@@ -596,8 +609,9 @@ class Controller:
         """(Re)start the check of ``u`` after ``delay`` seconds; supersedes any pending or running check. Its result
         is published no earlier than loop time ``hold`` (0: as soon as it is ready)."""
         self.supersede(u)
-        if self.pull and not u.notebook:
-            # Pull clients ask when they want diagnostics; only push when results change behind their back.
+        if self.pull:
+            # Pull clients ask when they want diagnostics (notebook cells too: one model per client capability,
+            # never both, or every finding shows twice); only refresh when results change behind their back.
             return
         u.task = asyncio.ensure_future(self._run(u, u.generation, delay, publish=True, priority=priority, hold=hold))
 
@@ -891,19 +905,22 @@ class Controller:
             if self.settings.run == "onSave" and r is not None and (u.task is None or u.task.done()):
                 return r  # on-save mode: the last result until the next save
             if u.task is None or u.task.done():
-                u.task = asyncio.ensure_future(self._run(u, u.generation, 0.0, publish=u.notebook or not self.pull))
+                u.task = asyncio.ensure_future(self._run(u, u.generation, 0.0, publish=True))
             await asyncio.wait({u.task})
         return u.result
 
     # ---------------------------------------------------------------------------------------- publishing
     def diagnostics_for(self, uri: str, u: Unit | None) -> list[T.Diagnostic]:
-        out: list[T.Diagnostic] = []
+        static: list[Entry] = []
         if u is not None and u.result is not None and self.settings.enable:
-            out.extend(e.diagnostic for e in u.result.entries if e.uri == uri)
-            out.extend(e.diagnostic for e in self.elsewhere_entries(u) if e.uri == uri)
-        for per_target in self.run_entries.values():
-            out.extend(e.diagnostic for e in per_target.get(uri, []))
-        return out
+            static = [e for e in u.result.entries if e.uri == uri]
+            static += [e for e in self.elsewhere_entries(u) if e.uri == uri]
+        run = [e for per_target in self.run_entries.values() for e in per_target.get(uri, [])]
+        if not run:
+            return [e.diagnostic for e in static]
+        from gradguard.lsp.runfile import merge
+
+        return merge(static, run)  # one diagnostic per line: Run File confirms a static finding
 
     def _publish_uri(self, uri: str, diags: list[T.Diagnostic], version: int | None) -> None:
         try:
@@ -915,7 +932,9 @@ class Controller:
     def publish(self, u: Unit) -> None:
         if u.result is None:
             return
-        if self.pull and not u.notebook:
+        if self.pull:
+            if u.notebook:
+                self.notebook_changed(u)
             return
         uris = [s.uri for s in u.result.mapper.segments]
         version = u.result.version if not u.notebook else None
@@ -930,6 +949,24 @@ class Controller:
         for u in list(self.units.values()):
             self.schedule(u, delay)
         if self.pull and self.refresh_support:
+            try:
+                self.ls.workspace_diagnostic_refresh(None)
+            except Exception as e:  # pragma: no cover
+                log.warning("diagnostic refresh failed: %s", e)
+
+    def notebook_changed(self, u: Unit) -> None:
+        """Pull clients: a notebook's cells are analysed together, so an edit in one cell can change what another
+        cell shows; when it did, ask the client to pull again (workspace/diagnostic/refresh)."""
+        if u.result is None or not self.refresh_support:
+            return
+        sig: dict[str, list[tuple[Any, ...]]] = {}
+        for e in u.result.entries:
+            r = e.diagnostic.range
+            sig.setdefault(e.uri, []).append((r.start.line, r.start.character, str(e.diagnostic.code),
+                                              e.diagnostic.message))
+        before = self._nb_sigs.get(u.key)
+        self._nb_sigs[u.key] = sig
+        if before is not None and before != sig:
             try:
                 self.ls.workspace_diagnostic_refresh(None)
             except Exception as e:  # pragma: no cover
@@ -1035,22 +1072,35 @@ class Controller:
 
     async def fix_all_edit(self, u: Unit) -> tuple[T.WorkspaceEdit | None, int]:
         """One edit applying every finding's preferred safe fix that holds (non-overlapping; never noqa)."""
+        edit, n, _ = await self.fix_all_plan(u)
+        return edit, n
+
+    async def fix_all_plan(self, u: Unit) -> tuple[T.WorkspaceEdit | None, int, list[tuple[str, str]]]:
+        """(the fix-all edit, how many fixes it applies, what it leaves out and why: (short, long) per reason)."""
         r = u.result
         if r is None or not r.parse_ok or r.error:
-            return None, 0
+            return None, 0, []
         if r.verified is None:
             try:
                 # On the lane: the recheck uses the warm project (which only the lane may touch).
                 verified: set[int] = await asyncio.wrap_future(self.lane.submit(self._verify_fixes, r))
             except RuntimeError:  # the pool is shut down: the server is exiting
-                return None, 0
+                return None, 0, []
             r.verified = verified
         chosen: list[tuple[str, T.TextEdit]] = []
         spans: list[tuple[tuple[int, int], tuple[int, int]]] = []
         applied = 0
+        unsafe: list[str] = []
+        failing: list[str] = []
         for e in r.entries:
             fx = next((x for x in e.fixes if x.fix.preferred), None)
-            if fx is None or not fx.fix.safe or fx.fix.kind == "noqa" or id(e.finding) not in r.verified:
+            if fx is None or fx.fix.kind == "noqa":
+                continue
+            if not fx.fix.safe:
+                unsafe.append(str(e.diagnostic.code))
+                continue
+            if id(e.finding) not in r.verified:
+                failing.append(str(e.diagnostic.code))
                 continue
             mine = [((m.line, m.column), (m.end_line, m.end_column)) for m in fx.fix.edits]
             if any(not (b1 <= a2 or b2 <= a1) for a1, b1 in mine for a2, b2 in spans):
@@ -1058,12 +1108,23 @@ class Controller:
             spans.extend(mine)
             chosen.extend(fx.edits)
             applied += 1
+        skipped: list[tuple[str, str]] = []
+        if unsafe:
+            codes = ", ".join(sorted(set(unsafe)))
+            skipped.append((f"skips {len(unsafe)} unsafe ({codes}): may change results",
+                            f"{len(unsafe)} unsafe fix{'es' if len(unsafe) != 1 else ''} ({codes}): each may change "
+                            "what the code computes or its gradients; apply it from its own quick fix after review"))
+        if failing:
+            codes = ", ".join(sorted(set(failing)))
+            skipped.append((f"skips {len(failing)} ({codes}) that would not remove the finding",
+                            f"{len(failing)} fix{'es' if len(failing) != 1 else ''} ({codes}) that would not remove "
+                            "its finding (checked by re-analysing the fixed code)"))
         if not chosen:
-            return None, 0
+            return None, 0, skipped
         changes: dict[str, list[T.TextEdit]] = {}
         for uri, te in chosen:
             changes.setdefault(uri, []).append(te)
-        return T.WorkspaceEdit(changes=changes), applied
+        return T.WorkspaceEdit(changes=changes), applied, skipped
 
     async def on_code_action(self, params: T.CodeActionParams) -> list[T.CodeAction] | None:
         uri = params.text_document.uri
@@ -1080,22 +1141,46 @@ class Controller:
                 return True
             return any(kind == o or kind.startswith(f"{o}.") for o in only)
 
+        return await self.code_actions(u, entries, params, wanted)
+
+    async def code_actions(self, u: Unit | None, entries: list[Entry], params: T.CodeActionParams,
+                           wanted: Callable[[str], bool]) -> list[T.CodeAction]:
+        """Each finding's fixes (titled ``gradguard (GG102): ...``), and fix-all: as ``source.fixAll.gradguard``
+        (fix on save) and, where the lightbulb is, as a quick fix that says what it leaves out."""
+        from gradguard.lsp.convert import action_title
+
         actions: list[T.CodeAction] = []
-        if wanted(T.CodeActionKind.QuickFix):
+        quick = wanted(T.CodeActionKind.QuickFix)
+        shown = []
+        if quick:
             ctx = [d for d in params.context.diagnostics if d.source in (SOURCE, None)]
             for e in entries:
                 d = e.diagnostic
                 if ctx and not any(c.code == d.code and c.range == d.range for c in ctx):
                     continue
+                shown.append(e)
                 for fx in e.fixes:
                     actions.append(T.CodeAction(
-                        title=fx.fix.title, kind=T.CodeActionKind.QuickFix, diagnostics=[d],
-                        is_preferred=True if fx.fix.preferred else None, edit=fx.workspace_edit()))
-        if u is not None and wanted(FIX_ALL_KIND):
-            edit, n = await self.fix_all_edit(u)
-            if edit is not None:
-                actions.append(T.CodeAction(title=f"gradguard: fix all ({n} safe fix{'es' if n != 1 else ''})",
-                                            kind=FIX_ALL_KIND, edit=edit))
+                        title=action_title(str(d.code), fx.fix.title, fx.fix.kind), kind=T.CodeActionKind.QuickFix,
+                        diagnostics=[d], is_preferred=True if fx.fix.preferred else None, edit=fx.workspace_edit()))
+        in_lightbulb = quick and bool(shown)
+        if u is not None and (wanted(FIX_ALL_KIND) or in_lightbulb):
+            edit, n, skipped = await self.fix_all_plan(u)
+            title = f"gradguard: fix all ({n} safe fix{'es' if n != 1 else ''}" + \
+                "".join(f"; {short}" for short, _ in skipped) + ")"
+            # In the lightbulb (a quick fix: editors keep source actions out of it) when it does more than this
+            # finding's own fix, or leaves something out: the title says what and why. A request without `only`
+            # gets it once, so that menus listing every kind do not show it twice.
+            lightbulb = edit is not None and in_lightbulb and bool(n > 1 or skipped)
+            if edit is not None and wanted(FIX_ALL_KIND) and not (lightbulb and not params.context.only):
+                actions.append(T.CodeAction(title=title, kind=FIX_ALL_KIND, edit=edit))
+            if lightbulb:
+                actions.append(T.CodeAction(title=title, kind=T.CodeActionKind.QuickFix, edit=edit))
+            if edit is None and skipped and in_lightbulb and self.disabled_support:
+                actions.append(T.CodeAction(
+                    title=f"gradguard: fix all ({'; '.join(short for short, _ in skipped)})",
+                    kind=T.CodeActionKind.QuickFix,
+                    disabled=T.CodeActionDisabled(reason="fix all leaves out " + "; ".join(lg for _, lg in skipped))))
         return actions
 
     # ---------------------------------------------------------------------------------------------- hover
@@ -1115,7 +1200,7 @@ class Controller:
                     (r.end.line, r.end.character):
                 from gradguard.lsp.hover import hover_markdown
 
-                md = hover_markdown(e.finding, u.result.lines)
+                md = hover_markdown(e.finding, u.result.lines, u.result.mapper, e.uri)
                 return T.Hover(contents=T.MarkupContent(kind=T.MarkupKind.Markdown, value=md), range=r)
         return None
 
@@ -1137,12 +1222,13 @@ class Controller:
         if u is None:
             raise JsonRpcException(f"gradguard.fixAll: {uri} is not open", code=REQUEST_FAILED)
         await self.ensure_result(u)
-        edit, n = await self.fix_all_edit(u)
+        edit, n, skipped = await self.fix_all_plan(u)
+        why = {"skipped": "; ".join(lg for _, lg in skipped)} if skipped else {}  # what it left out, and why
         if edit is None:
-            return {"applied": 0}
+            return {"applied": 0, **why}
         res = await self.ls.workspace_apply_edit_async(
             T.ApplyWorkspaceEditParams(edit=edit, label="gradguard: fix all"))
-        return {"applied": n if getattr(res, "applied", False) else 0}
+        return {"applied": n if getattr(res, "applied", False) else 0, **why}
 
     async def cmd_show_knowledge(self, *args: Any) -> dict[str, Any]:
         if not args or not isinstance(args[0], str) or not args[0].strip():
@@ -1206,7 +1292,7 @@ class Controller:
     def _publish_all_for(self, uri: str) -> None:
         u = self.unit_for(uri)
         if u is not None:
-            if self.pull and not u.notebook:
+            if self.pull:
                 if self.refresh_support:
                     self.ls.workspace_diagnostic_refresh(None)
                 return
@@ -1248,7 +1334,9 @@ class Controller:
         timeout = opts.get("timeout", self.settings.run_timeout)
         if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
             timeout = self.settings.run_timeout
-        token = await self._progress_begin(f"gradguard: running {os.path.basename(path)}")
+        # A client that shows its own progress (with Cancel: gradguard.cancelRun) passes "progress": false.
+        token = await self._progress_begin(f"gradguard: running {os.path.basename(path)}") \
+            if opts.get("progress", True) is not False else None
         lines_seen = [0]
 
         def on_output(chunk: Any) -> None:
@@ -1263,8 +1351,11 @@ class Controller:
             params = inspect.signature(run_script).parameters
         except (TypeError, ValueError):
             params = {}  # type: ignore[assignment]
+        cancel = threading.Event()  # gradguard.cancelRun, or shutdown
+        if self.cancel_runs.is_set():
+            cancel.set()
         for key, value in (("args", script_args), ("timeout", float(timeout)), ("on_output", on_output),
-                           ("cwd", os.path.dirname(path)), ("cancel", self.cancel_runs)):
+                           ("cwd", os.path.dirname(path)), ("cancel", cancel)):
             if key in params:
                 kwargs[key] = value
         started = time.monotonic()
@@ -1272,11 +1363,13 @@ class Controller:
         def run() -> Any:
             with self._lock:
                 self.runs_active += 1
+                self.run_cancels[cancel] = uri
             try:
                 return run_script(path, **kwargs)
             finally:
                 with self._lock:
                     self.runs_active -= 1
+                    self.run_cancels.pop(cancel, None)
 
         try:
             result = await asyncio.get_running_loop().run_in_executor(None, run)
@@ -1287,9 +1380,12 @@ class Controller:
             self._progress_end(token, "failed")
             raise JsonRpcException("gradguard.runFile: the runtime returned no result", code=REQUEST_FAILED)
         err = result.get("error")
-        if isinstance(err, dict) and err.get("message"):
-            self._send_log(T.MessageType.Info if result.get("status") == "clean" else T.MessageType.Warning,
-                           f"[run {os.path.basename(path)}] {err.get('type', 'error')}: {err['message']}")
+        from gradguard.lsp.runfile import report_text
+
+        # The script's own traceback is already in the log (its stderr): the report adds the two lines it lacks.
+        report = report_text(result, path, time.monotonic() - started)
+        self._send_log(T.MessageType.Info if result.get("status") == "clean" else T.MessageType.Error,
+                       f"gradguard run: {report}")
         entries_by_target = self._run_entries(uri, path, result.get("diagnostics") or [])
         old = self.run_entries.pop(uri, {})
         self.run_entries[uri] = entries_by_target
@@ -1301,7 +1397,42 @@ class Controller:
                                   f"({time.monotonic() - started:.1f} s)")
         return {"status": result.get("status"), "ok": result.get("status") == "clean",
                 "exit_code": result.get("exit_code"), "returncode": result.get("exit_code"), "error": err,
-                "diagnostics": n, "culprits": result.get("culprits", []), "saved_by": result.get("saved_by", [])}
+                "diagnostics": n, "culprits": result.get("culprits", []), "saved_by": result.get("saved_by", []),
+                "report": report, "stats": result.get("stats", {})}
+
+    async def cmd_cancel_run(self, *args: Any) -> dict[str, Any]:
+        """Stop the gradguard.runFile of ``[uri]`` (every run without an argument): the script and its children."""
+        uri = args[0] if args and isinstance(args[0], str) else (args[0].get("uri") if args and isinstance(
+            args[0], dict) else None)
+        with self._lock:
+            hits = [ev for ev, u in self.run_cancels.items() if uri is None or u == uri]
+        for ev in hits:
+            ev.set()
+        return {"cancelled": len(hits)}
+
+    async def cmd_debug_info(self, *args: Any) -> dict[str, Any]:
+        """What this server is: version, interpreter, where gradguard and its dependencies come from, its mode."""
+        import importlib.util
+        import platform
+
+        def where(mod: str) -> str | None:
+            try:
+                spec = importlib.util.find_spec(mod)
+            except (ImportError, ValueError):
+                return None
+            return os.path.dirname(spec.origin) if spec is not None and spec.origin else None
+
+        from gradguard.knowledge import installed_torch_version
+
+        return {
+            "gradguard": __version__, "location": where("gradguard"), "python": sys.executable,
+            "python_version": platform.python_version(),
+            "flags": {"isolated": bool(sys.flags.isolated), "safe_path": bool(getattr(sys.flags, "safe_path", 0))},
+            "pygls": where("pygls"), "libcst": where("libcst"), "torch": installed_torch_version(),
+            "diagnostics": "pull" if self.pull else "push", "position_encoding": self.encoding,
+            "documents": len(self.units), "workspace_trusted": self.settings.workspace_trusted,
+            "log_level": self.settings.log_level, "runs_active": self.runs_active,
+        }
 
     def _run_entries(self, script_uri: str, script_path: str, diags: list[Any]) -> dict[str, list[Entry]]:
         out: dict[str, list[Entry]] = {}
@@ -1318,6 +1449,7 @@ class Controller:
                                      str(r.get("message", "")), int(r.get("end_line", 0) or r["line"]),
                                      int(r.get("end_column", 0) or 10_000))
                              for r in d.get("related", []) or []],
+                    facts={"static_code": d.get("static_code")} if d.get("static_code") else {},
                 )
             except (KeyError, TypeError, ValueError, AttributeError) as e:
                 self.log_warning(f"gradguard.runFile: skipped a malformed diagnostic ({e})")
@@ -1428,6 +1560,8 @@ def exit_now(code: int, controller: Controller | None = None) -> None:
     if controller is not None:
         controller.exiting = True
         controller.cancel_runs.set()
+        for ev in list(controller.run_cancels):
+            ev.set()
         with controller._lock:
             children = list(controller.children)
         for p in children:
@@ -1505,6 +1639,8 @@ def build_server() -> GradguardLanguageServer:
     ls.command("gradguard.showKnowledge")(plain(c.cmd_show_knowledge))
     ls.command("gradguard.checkWorkspace")(plain(c.cmd_check_workspace))
     ls.command("gradguard.clearRunDiagnostics")(plain(c.cmd_clear_run))
+    ls.command("gradguard.cancelRun")(plain(c.cmd_cancel_run))
+    ls.command("gradguard.debugInfo")(plain(c.cmd_debug_info))
     return ls
 
 

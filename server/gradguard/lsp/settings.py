@@ -44,6 +44,8 @@ class Settings:
     #: What the client said of the workspace: True/False, or None when it said nothing (no trust model). False
     #: refuses gradguard.runFile (it runs the user's code) and sticks for the server's lifetime.
     workspace_trusted: bool | None = None
+    #: Where rule links point: "" = the installed version's pages; else a base URL ("{code}" is replaced).
+    docs_base_url: str = ""
 
 
 def _codes(v: Any) -> tuple[str, ...]:
@@ -133,6 +135,10 @@ def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, li
                 if value is not None and not isinstance(value, str):
                     raise TypeError("expected the path of a Python interpreter")
                 kw["interpreter"] = (value or "").strip() or None
+            elif key == "docsBaseUrl":
+                if value is not None and not isinstance(value, str):
+                    raise TypeError("expected a URL")
+                kw["docs_base_url"] = (value or "").strip()
             elif key == "runTimeout":
                 if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                     raise TypeError("expected a number of seconds > 0")

@@ -15,8 +15,6 @@ from gradguard.model import Finding, Mutation, Related, Span
 
 LinesFor = Callable[[str], tuple[str, Sequence[str]]]
 
-DOCS_BASE = "https://github.com/gradguard/gradguard/blob/main/docs/rules/"
-
 
 def char_col(lines: Sequence[str], line: int, byte_col: int) -> int:
     """0-based UTF-8 byte column -> 0-based character column."""
@@ -56,8 +54,11 @@ class Rule:
     VALID: ClassVar[Sequence[str]] = ()
 
     @classmethod
-    def docs_url(cls) -> str:  # pragma: no cover - trivial
-        return DOCS_BASE + cls.code + ".md"
+    def docs_url(cls, base: str | None = None) -> str | None:
+        """Where the rule's page is (:func:`gradguard.rules.docs.page_uri`)."""
+        from gradguard.rules.docs import page_uri
+
+        return page_uri(cls.code, base)
 
     @classmethod
     def matches(cls, h: Hazard) -> bool:

@@ -1679,11 +1679,19 @@ def main(argv: list[str]) -> int:
             sys.stdout.flush()
         except Exception:
             pass
-        try:
-            e.__traceback__ = tb
-            sys.excepthook(type(e), e, tb)
-        except Exception:
-            traceback.print_exception(type(e), e, tb)
+        if isinstance(e, ModuleNotFoundError) and e.name == "torch" and "torch" not in sys.modules:
+            # The doctor needs torch where the script runs: say so rather than show the script's traceback.
+            msg = (f"torch is not installed in {sys.executable}; use --python PATH (an interpreter that has torch), "
+                   "or install torch there")
+            facts["exception"] = {"type": "TorchNotInstalled", "module": "gradguard", "message": msg,
+                                  "frames": facts["exception"]["frames"]}
+            print(f"gradguard run: {msg}", file=sys.stderr)
+        else:
+            try:
+                e.__traceback__ = tb
+                sys.excepthook(type(e), e, tb)
+            except Exception:
+                traceback.print_exception(type(e), e, tb)
     for inc in _incidents:
         inc["uncaught"] = uncaught is not None and inc.pop("exc_id", None) == id(uncaught)
         inc.pop("exc_id", None)

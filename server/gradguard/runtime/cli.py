@@ -84,8 +84,10 @@ def main(argv: list[str]) -> int:
     if ns.format == "json":
         print(json.dumps(report, indent=2, ensure_ascii=False))
     else:
-        sys.stderr.write("\n" + format_text(report) + "\n")
-        sys.stderr.flush()
+        text = format_text(report)
+        if text:
+            sys.stderr.write("\n" + text + "\n")
+            sys.stderr.flush()
     err = report.get("error") or {}
     if err.get("type") == "Timeout":
         return 124

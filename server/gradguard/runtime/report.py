@@ -556,6 +556,8 @@ def format_text(report: dict[str, Any]) -> str:
             lines.append(f"gradguard run: stopped ({kind}): {err.get('message', '')}")
         elif kind == "LaunchError":
             lines.append(f"gradguard run: could not start the script: {err.get('message', '')}")
+        elif kind == "TorchNotInstalled":
+            return ""  # the child has said it, in one line, instead of the script's traceback
         elif kind == "ChildDied":
             lines.append(f"gradguard run: failed: {err.get('message', '')}")
         else:
