@@ -691,6 +691,8 @@ class Calls(AnalyzerCore):
                 return NONE
             if name == "detach":
                 return T(recv.storages, rg=NO, origin="detach")
+            if name == "split" and pos and isinstance(pos[0], Const) and isinstance(pos[0].value, str):
+                return Seq(None, Const("", known=False), "list")  # str.split: Tensor.split never takes a str
             if name == "detach_":
                 # any view, grad mode or not: "Can't detach views in-place" (reshape may copy: not known to alias)
                 if recv.view is not None and not recv.maybe_tensor and recv.origin not in MAYBE_ALIAS \
