@@ -10,6 +10,7 @@ from gradguard.analysis.common import (
     AUTOCAST_CTX,
     CONTAINER_MODULES,
     ENABLE_GRAD_CTX,
+    MAX_UNROLL,
     NO_GRAD_CTX,
     NONDIFF_BUILTINS,
     NONDIFF_METHODS,
@@ -18,6 +19,7 @@ from gradguard.analysis.common import (
     Frame,
     is_false,
     is_true,
+    known_items,
     tensor_facts,
     tensors_in,
 )
@@ -295,15 +297,36 @@ class Calls(AnalyzerCore):
     def call_builtin(self, name: str, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State,
                      fr: Frame) -> Val:
         if name == "range":
+            bounds = [v.value for v in pos if isinstance(v, Const) and v.known and isinstance(v.value, int)
+                      and not isinstance(v.value, bool)]
+            if pos and len(bounds) == len(pos) and len(pos) <= 3:
+                try:
+                    r = range(*bounds)
+                except (TypeError, ValueError):
+                    r = None
+                if r is not None and len(r) <= MAX_UNROLL:
+                    return Seq.of([Const(i) for i in r], "list")
             return Seq(None, UNKNOWN_NUM)
+        if name == "len" and pos:
+            items = known_items(pos[0])
+            if items is not None:
+                return Const(len(items))
         if name == "isinstance" and len(pos) == 2:
             return self.isinstance(pos[0], pos[1])
         if name in ("len", "isinstance", "hasattr", "int", "float", "bool", "str", "print", "id", "type", "abs",
                     "round", "repr", "callable", "issubclass", "hash", "format"):
             return UNKNOWN_NUM
         if name == "enumerate" and pos:
+            items = known_items(pos[0])
+            if items is not None and not kw:
+                return Seq.of([Seq.of([Const(i), x], "tuple") for i, x in enumerate(items)], "list")
             return Seq(None, Seq.of([UNKNOWN_NUM, self.elem(pos[0], n)], "tuple"))
         if name == "zip":
+            all_items = [known_items(p) for p in pos]
+            if pos and not kw and all(i is not None for i in all_items):
+                size = min(len(i) for i in all_items if i is not None)
+                return Seq.of([Seq.of([i[k] for i in all_items if i is not None], "tuple") for k in range(size)],
+                              "list")
             return Seq(None, Seq.of([self.elem(p, n) for p in pos], "tuple"))
         if name in ("list", "tuple", "reversed", "sorted", "iter", "set"):
             if not pos:

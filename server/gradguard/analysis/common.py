@@ -12,6 +12,7 @@ from gradguard.analysis.values import (
     Alt,
     Const,
     FuncInfo,
+    Obj,
     Seq,
     Storage,
     T,
@@ -28,6 +29,10 @@ STANDALONE_DEPTH = 3  # a function analysed on its own inlines 3 levels of calle
 FOREIGN_PER_FUNCTION = 400
 FOREIGN_MODULE_LEVEL = 5_000
 MAX_LOOP_PRODUCT = 6  # loops nested in loops: the passes of a nest multiply to at most this
+# A loop over a sequence of known length (a ModuleList, `range(3)`, a literal list) runs once per element, with
+# each element (and index) bound as it is, when the iterations of the nest multiply to at most this: the last
+# iteration is then the last one (`relu(layer(x)) if i < n - 1 else layer(x)` ends without relu).
+MAX_UNROLL = 8
 BUDGET = 400_000  # abstract statement executions per file: analysis always terminates quickly
 
 BINOPS = {
@@ -234,3 +239,13 @@ def fold(op: ast.operator, a: Any, b: Any) -> Any:
     else:
         return None
     return out if _small(out) else None
+
+
+def known_items(v: Val) -> tuple[Val, ...] | None:
+    """The elements of a sequence whose length is known (a list or tuple, a ModuleList or Sequential built from
+    one), at most MAX_UNROLL of them; None otherwise."""
+    if isinstance(v, Obj) and v.kind in ("sequential", "modulelist"):
+        v = v.entries
+    if isinstance(v, Seq) and v.items is not None and len(v.items) <= MAX_UNROLL:
+        return tuple(v.items)
+    return None

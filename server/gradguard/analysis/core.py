@@ -20,7 +20,7 @@ from gradguard.analysis.common import (
 )
 from gradguard.analysis.hazards import Hazard, SaveRecord, Site
 from gradguard.analysis.namespace import ModuleCtx
-from gradguard.analysis.state import Heap, State, StepEvent
+from gradguard.analysis.state import MAX_SAVES, Heap, State, StepEvent
 from gradguard.analysis.values import (
     MAYBE,
     NO,
@@ -273,7 +273,9 @@ class AnalyzerCore:
             return
         saved = st.heap.saved
         for s in val.storages:
-            saved[s] = (*saved.get(s, ()), rec)
+            have = saved.get(s, ())
+            if len(have) < MAX_SAVES and rec not in have:
+                saved[s] = (*have, rec)
 
     # ------------------------------------------------------------------ names & refs
     def lookup(self, name: str, st: State, fr: Frame) -> Val:

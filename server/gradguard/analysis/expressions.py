@@ -7,11 +7,13 @@ from typing import Any
 
 from gradguard.analysis.common import (
     BINOPS,
+    MAX_UNROLL,
     OPSYM,
     Frame,
     fold,
     is_false,
     is_true,
+    known_items,
 )
 from gradguard.analysis.core import AnalyzerCore
 from gradguard.analysis.hazards import SaveRecord
@@ -210,8 +212,7 @@ class Expressions(AnalyzerCore):
     def _fold_compare(self, n: ast.Compare, st: State, fr: Frame) -> Val | None:
         """``self.kind == "cross"``, ``num_vector_embeds is not None`` on known constants: the answer (a branch on a
         configuration the code was built with is taken, or not). None: not all operands are known constants."""
-        if len(n.ops) != 1 or not isinstance(n.left, (ast.Name, ast.Attribute, ast.Constant)) \
-                or not isinstance(n.comparators[0], (ast.Name, ast.Attribute, ast.Constant)):
+        if len(n.ops) != 1 or not _plain_operand(n.left) or not _plain_operand(n.comparators[0]):
             return None
         a = self.ev_nograd(n.left, st, fr)
         b = self.ev_nograd(n.comparators[0], st, fr)
@@ -287,6 +288,9 @@ class Expressions(AnalyzerCore):
                 return Seq.of(a.items + b.items, a.kind)
             return Seq(None, join(a.elem, b.elem), a.kind)
         if isinstance(a, Seq) and isinstance(op, ast.Mult):
+            if a.items is not None and isinstance(b, Const) and b.known and isinstance(b.value, int) \
+                    and not isinstance(b.value, bool) and 0 <= len(a.items) * b.value <= MAX_UNROLL:
+                return Seq.of(a.items * b.value, a.kind)  # [h] * 2: a list of known length
             return Seq(None, a.elem, a.kind)  # [x] * n
         if isinstance(a, Const) and isinstance(b, Const) and a.known and b.known:
             try:
@@ -481,8 +485,17 @@ class Expressions(AnalyzerCore):
     def _comp(self, n: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp, st: State, fr: Frame,
               elt: ast.expr) -> Val:
         inner = State(dict(st.env), st.heap, st.no_grad, st.autocast, st.allow_mutation, st.silent, st.inference)
-        for g in n.generators:
+        for k, g in enumerate(n.generators):
             it = self.ev(g.iter, inner, fr)
+            items = known_items(it) if k == 0 and len(n.generators) == 1 and not g.ifs else None
+            if items is not None:
+                # `nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims, dims[1:]))`: one element per item
+                out: list[Val] = []
+                for x in items:
+                    self.assign(g.target, x, inner, fr, self.cur_stmt or ast.Pass())
+                    out.append(self.ev(elt, inner, fr))
+                st.heap = inner.heap
+                return Seq.of(out, "list")
             self.assign(g.target, self.elem(it, g.iter), inner, fr, self.cur_stmt or ast.Pass())
             for cond in g.ifs:
                 self.ev(cond, inner, fr)
@@ -543,3 +556,12 @@ class Expressions(AnalyzerCore):
         if frozen:  # module.requires_grad_(False): plain tensors now
             return T(frozenset(storages), rg=NO, leaf=False, origin="parameter")
         return T(frozenset(storages), rg=YES, leaf=True, origin="parameter")
+
+
+_PLAIN = (ast.Name, ast.Attribute, ast.Constant, ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop,
+          ast.expr_context)
+
+
+def _plain_operand(node: ast.expr) -> bool:
+    """A name, attribute or constant, or arithmetic on them (``self.num_layers - 1``): read without effects."""
+    return all(isinstance(x, _PLAIN) for x in ast.walk(node))

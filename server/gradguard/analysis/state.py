@@ -22,6 +22,11 @@ class StepEvent:
     inner: Site | None = None
 
 
+# Save records kept per storage: the first ones name the op in messages; a parameter used by hundreds of ops (or a
+# loop body's records met again on each pass) must not make every join of the heap cost as much.
+MAX_SAVES = 8
+
+
 @dataclass
 class Heap:
     saved: dict[Storage, tuple[SaveRecord, ...]] = field(default_factory=dict)
@@ -39,9 +44,16 @@ class Heap:
             mine = saved.get(s)
             if mine is None:
                 saved[s] = recs
-            elif mine is not recs:
-                saved[s] = mine + tuple(r for r in recs if r not in mine)
-        steps = self.steps + tuple(e for e in other.steps if e not in self.steps)
+            elif mine is not recs and recs != mine[:len(recs)]:
+                have = set(mine)  # (records compare by value: a set, not a scan per record)
+                extra = tuple(r for r in recs if r not in have)
+                if extra:
+                    saved[s] = (mine + extra)[:MAX_SAVES]
+        if other.steps is self.steps or not other.steps:
+            steps = self.steps
+        else:
+            mine_steps = set(self.steps)
+            steps = self.steps + tuple(e for e in other.steps if e not in mine_steps)
         return Heap(saved, steps, self.freed & other.freed)
 
 

@@ -13,6 +13,7 @@ from gradguard.analysis.common import (
     ENABLE_GRAD_CTX,
     INFERENCE_MODE,
     MAX_LOOP_PRODUCT,
+    MAX_UNROLL,
     NO_GRAD_CTX,
     OPSYM,
     Budget,
@@ -21,6 +22,7 @@ from gradguard.analysis.common import (
     carried_names,
     is_false,
     is_true,
+    known_items,
     reads_attr,
 )
 from gradguard.analysis.core import AnalyzerCore
@@ -384,6 +386,9 @@ class Statements(AnalyzerCore):
 
     def s_For(self, s: ast.For | ast.AsyncFor, st: State, fr: Frame) -> State | None:
         it = self.ev(s.iter, st, fr)
+        items = known_items(it)
+        if items is not None and self.loop_product * max(len(items), 1) <= MAX_UNROLL and not _jumps(s):
+            return self._unrolled(s, items, st, fr)
         el = self.elem(it, s.iter)
         per_pass = isinstance(it, (Seq, Alt, Params)) or (isinstance(it, T) and it.maybe_tuple)
 
@@ -393,6 +398,35 @@ class Statements(AnalyzerCore):
             self.assign(s.target, self.fresh_element(el, state) if per_pass else el, state, fr, s)
 
         return self._loop(s, st, fr, bind)
+
+    def _unrolled(self, node: ast.For | ast.AsyncFor, items: tuple[Val, ...], st: State, fr: Frame) -> State | None:
+        """A loop over a sequence of known length: once per element, in order, each element bound as it is (the
+        index of ``enumerate`` a constant), so the last iteration is the last one and an empty sequence runs the
+        body zero times (MAX_UNROLL)."""
+        carried: set[str] | None = getattr(node, "_gg_carried", None)
+        if carried is None:
+            carried = carried_names(node.body)
+            node._gg_carried = carried  # type: ignore[union-attr]
+        loop = Loop(carried, node)
+        product = self.loop_product
+        self.loop_product = product * max(len(items), 1)
+        fr.loops.append(loop)
+        self.active_loops.append(node)
+        cur: State | None = st
+        try:
+            for x in items:
+                if cur is None:
+                    break
+                body_in = cur.branch()
+                self.assign(node.target, x, body_in, fr, node)
+                cur = self.exec_block(node.body, body_in, fr)
+        finally:
+            fr.loops.pop()
+            self.active_loops.pop()
+            self.loop_product = product
+        if node.orelse and cur is not None:
+            cur = self.exec_block(node.orelse, cur, fr)
+        return cur
 
     def fresh_element(self, v: Val, st: State, depth: int = 0) -> Val:
         """``v`` as the element of one iteration: tensors get their own storages, which keep what was saved of
@@ -518,3 +552,19 @@ class Statements(AnalyzerCore):
             obj = self.ev(target.value, st, fr)
             if isinstance(obj, Obj):
                 self.set_attr(obj, target.attr, v)
+
+
+def _jumps(node: ast.For | ast.AsyncFor) -> bool:
+    """Does the loop's own body ``break`` or ``continue`` (not one of a loop nested in it)?"""
+    stack: list[ast.AST] = list(node.body)
+    while stack:
+        x = stack.pop()
+        if isinstance(x, (ast.Break, ast.Continue)):
+            return True
+        if isinstance(x, (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                          ast.Lambda)):
+            if isinstance(x, (ast.For, ast.AsyncFor, ast.While)):
+                stack.extend(x.orelse)  # (an else clause of an inner loop belongs to this one)
+            continue
+        stack.extend(ast.iter_child_nodes(x))
+    return False
