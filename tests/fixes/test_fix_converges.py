@@ -151,11 +151,11 @@ def test_the_transformers_detr_pattern_does_not_grow_clones(tmp_path: Path) -> N
         class Head(nn.Module):
             def __init__(self):
                 super().__init__()
-                self.layers = nn.ModuleList(nn.Linear(8, 8) for _ in range(3))
+                self.layers = nn.ModuleList(nn.Linear(8, 8) for _ in range(12))  # too long to unroll
 
             def forward(self, x):
                 for i, layer in enumerate(self.layers):
-                    x = nn.functional.relu(layer(x)) if i < 2 else layer(x)
+                    x = nn.functional.relu(layer(x)) if i < 11 else layer(x)
                 return x
 
 

@@ -107,11 +107,11 @@ from torch import nn
 class Head(nn.Module):
     def __init__(self):
         super().__init__()
-        self.layers = nn.ModuleList(nn.Linear(8, 8) for _ in range(3))
+        self.layers = nn.ModuleList(nn.Linear(8, 8) for _ in range(12))  # (too long to unroll: a false alarm)
 
     def forward(self, x):
         for i, layer in enumerate(self.layers):
-            x = nn.functional.relu(layer(x)) if i < 2 else layer(x)
+            x = nn.functional.relu(layer(x)) if i < 11 else layer(x)
         return x
 
 

@@ -30,8 +30,9 @@ FOREIGN_PER_FUNCTION = 400
 FOREIGN_MODULE_LEVEL = 5_000
 MAX_LOOP_PRODUCT = 6  # loops nested in loops: the passes of a nest multiply to at most this
 # A loop over a sequence of known length (a ModuleList, `range(3)`, a literal list) runs once per element, with
-# each element (and index) bound as it is, when the iterations of the nest multiply to at most this: the last
-# iteration is then the last one (`relu(layer(x)) if i < n - 1 else layer(x)` ends without relu).
+# each element (and index) bound as it is, for sequences of at most this many elements, while the passes and
+# iterations of the enclosing nest multiply to at most 3 * MAX_UNROLL: the last iteration is then the last one
+# (`relu(layer(x)) if i < n - 1 else layer(x)` ends without relu).
 MAX_UNROLL = 8
 BUDGET = 400_000  # abstract statement executions per file: analysis always terminates quickly
 

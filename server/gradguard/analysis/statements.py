@@ -387,7 +387,7 @@ class Statements(AnalyzerCore):
     def s_For(self, s: ast.For | ast.AsyncFor, st: State, fr: Frame) -> State | None:
         it = self.ev(s.iter, st, fr)
         items = known_items(it)
-        if items is not None and self.loop_product * max(len(items), 1) <= MAX_UNROLL and not _jumps(s):
+        if items is not None and self.loop_product * max(len(items), 1) <= 3 * MAX_UNROLL and not _jumps(s):
             return self._unrolled(s, items, st, fr)
         el = self.elem(it, s.iter)
         per_pass = isinstance(it, (Seq, Alt, Params)) or (isinstance(it, T) and it.maybe_tuple)
