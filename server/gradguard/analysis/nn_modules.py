@@ -284,6 +284,11 @@ class NNModules(Summaries):
         c = Obj("opaque", f"{parent.qual}.{name}" if parent.qual else name)
         c.training = parent.training
         c.cfg["parent"] = parent  # type: ignore[assignment]
+        if parent.cfg.get("data") is not None or (parent.kind == "local" and parent.info is not None
+                                                  and not self.module_like(parent.info)):
+            # an attribute of a plain object (a dataset, a frame record, a config) that __init__ did not show:
+            # data, not a model; what calling it gives requires grad only if its tensor arguments do
+            c.cfg["data"] = Const(True)
         parent.attrs[name] = c  # a cache of what is there, not a write the code made
         return c
 
@@ -359,7 +364,10 @@ class NNModules(Summaries):
             # An object we cannot see into (a model passed in as a parameter, self.agent set outside __init__):
             # calling it with grad on gives a tensor that may require grad and keeps its parameters.
             tensors: list[Val] = [v for v in (*pos, *kw.values()) if isinstance(v, T) and not v.maybe_tensor]
-            out = self.new_tensor(tensors, st, o.qual or "module", min_rg=MAYBE)
+            data = o.cfg.get("data") is not None
+            out = self.new_tensor(tensors, st, o.qual or "module", min_rg=NO if data else MAYBE)
+            if data:
+                return out.with_(maybe_tuple=True)
             if st.no_grad:
                 return out.with_(maybe_tuple=True)
             owners: list[Any] = []
