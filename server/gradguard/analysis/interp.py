@@ -14,6 +14,8 @@ assembles them and drives one file's analysis.
 from __future__ import annotations
 
 import ast
+import re
+from collections import Counter
 
 from gradguard.analysis.calls import Calls
 from gradguard.analysis.common import (
@@ -49,19 +51,21 @@ from gradguard.analysis.values import (
     fresh,
 )
 
+_PRIVATE_NAME = re.compile(r"\b_\w+")
 
-def _references(tree: ast.AST) -> dict[str, int]:
-    """How often each name is read in the file (``helper(...)``, ``self._helper(...)``)."""
-    out: dict[str, int] = {}
-    for x in ast.walk(tree):
-        if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Load):
-            out[x.id] = out.get(x.id, 0) + 1
-        elif isinstance(x, ast.Attribute) and isinstance(x.ctx, ast.Load):
-            out[x.attr] = out.get(x.attr, 0) + 1
+
+def _references(lines: list[str]) -> Counter[str]:
+    """How often each private name (``_helper``, ``self._helper``) occurs in the file's text: one regex pass,
+    a fraction of a walk over the tree (comments and strings that name it count too, which only errs toward
+    treating a helper as used)."""
+    out: Counter[str] = Counter()
+    for ln in lines:
+        if "_" in ln:
+            out.update(_PRIVATE_NAME.findall(ln))
     return out
 
 
-def _private_helper(fi: FuncInfo, refs: dict[str, int]) -> bool:
+def _private_helper(fi: FuncInfo, refs: Counter[str], lines: list[str]) -> bool:
     """A private helper (``_name``) used elsewhere in the file runs in the contexts its callers give it, which the
     analyses of those callers follow into it; analysing it alone with made-up arguments would only add contexts
     that never happen (an ``inplace`` flag its callers set only when autograd does not record)."""
@@ -71,8 +75,9 @@ def _private_helper(fi: FuncInfo, refs: dict[str, int]) -> bool:
     name = node.name
     if not name.startswith("_") or name.startswith("__"):
         return False
-    own = sum(1 for x in ast.walk(node) if (isinstance(x, ast.Name) and x.id == name)
-              or (isinstance(x, ast.Attribute) and x.attr == name))
+    end = getattr(node, "end_lineno", None) or node.lineno
+    start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+    own = sum(_PRIVATE_NAME.findall(ln).count(name) for ln in lines[start - 1:end])  # its def and its own uses
     return refs.get(name, 0) > own
 
 
@@ -100,9 +105,9 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
             self.exec_block(self.tree.body, st, fr, module=True)
         except Budget:
             pass  # exec_stmt noted where (see AnalyzerCore.truncated)
-        refs = _references(self.tree)
+        refs = _references(self.lines)
         for fi in list(self.functions):
-            if _private_helper(fi, refs):
+            if _private_helper(fi, refs, self.lines):
                 continue
             self.budget = max(self.budget, 20_000)
             self.foreign_used, self.foreign_limit = 0, FOREIGN_PER_FUNCTION
