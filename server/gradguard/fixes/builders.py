@@ -572,15 +572,10 @@ def _method(ctx: Ctx) -> list[Fix]:
 def _nograd_view_write(ctx: Ctx, st: Stmt) -> list[Fix]:
     """A view made under no_grad: write through it under no_grad too (as it was made; autograd does not record
     the write, which it could not do for that view anyway)."""
-    if ctx.f.facts.get("kind") != "view_nograd" or not ctx.own_lines(st.span) or _in_no_grad(ctx) or \
-            not re.search(r"^\s*import torch\b", ctx.source, re.M):
+    if ctx.f.facts.get("kind") != "view_nograd":
         return []
-    ind = ctx.indent(st.span.line)
-    unit = ctx.indent_unit(st.span.line)
-    edits = [_insert(st.span.line, 1, f"{ind}with torch.no_grad():{ctx.nl}{unit}")]
-    edits += [_insert(j, 1, unit) for j in range(st.span.line + 1, st.span.end_line + 1) if ctx.lines[j - 1].strip()]
-    return [Fix("Write under `with torch.no_grad():`, as the view was made (autograd does not record the write)",
-                False, tuple(edits), kind="no-grad")]
+    return _no_grad_wrap(ctx, st.span, "Write under `with torch.no_grad():`, as the view was made (autograd does not "
+                                       "record the write)")
 
 
 def _rebind_chain(ctx: Ctx, st: Stmt, calls: list[ast.Call], root: ast.AST, flagged: ast.Call,
@@ -804,25 +799,23 @@ def _leaf_fixes(ctx: Ctx, st: Stmt, fixes: list[Fix], target: ast.AST) -> list[F
         isinstance(target, ast.Attribute) and not fixes)
     wrap: list[Fix] = []
     loop = _sp(ctx.f.mutation.extra.get("param_loop")) if ctx.f.mutation is not None else None
-    if loop is not None and ctx.own_lines(loop) and not _in_no_grad(ctx) and \
-            re.search(r"^\s*import torch\b", ctx.source, re.M):
+    if loop is not None:
         # GG304: the whole update loop runs under no_grad, as an optimizer's step does
-        ind = ctx.indent(loop.line)
-        unit = ctx.indent_unit(loop.line)
-        edits = [_insert(loop.line, 1, f"{ind}with torch.no_grad():{ctx.nl}{unit}")]
-        edits += [_insert(j, 1, unit) for j in range(loop.line + 1, loop.end_line + 1) if ctx.lines[j - 1].strip()]
-        wrap.append(Fix("Run the update loop under `with torch.no_grad():` (as optimizer.step() does)", False,
-                        tuple(edits), kind="no-grad"))
+        wrap += _no_grad_wrap(ctx, loop, "Run the update loop under `with torch.no_grad():` (as optimizer.step() does)")
         update = True
-    if ctx.own_lines(st.span) and not _in_no_grad(ctx) and re.search(r"^\s*import torch\b", ctx.source, re.M):
-        ind = ctx.indent(st.span.line)
-        unit = ctx.indent_unit(st.span.line)
-        edits = [_insert(st.span.line, 1, f"{ind}with torch.no_grad():{ctx.nl}{unit}")]
-        edits += [_insert(j, 1, unit) for j in range(st.span.line + 1, st.span.end_line + 1)
-                  if ctx.lines[j - 1].strip()]
-        wrap.append(Fix("Wrap the update in `with torch.no_grad():` (autograd does not record it)", False,
-                        tuple(edits), kind="no-grad"))
+    wrap += _no_grad_wrap(ctx, st.span, "Wrap the update in `with torch.no_grad():` (autograd does not record it)")
     return wrap + fixes if update else fixes + wrap
+
+
+def _no_grad_wrap(ctx: Ctx, sp: Span, title: str) -> list[Fix]:
+    """The lines of ``sp`` (whole lines only) under ``with torch.no_grad():``, unless they already are."""
+    if not ctx.own_lines(sp) or _in_no_grad(ctx) or not re.search(r"^\s*import torch\b", ctx.source, re.M):
+        return []
+    ind = ctx.indent(sp.line)
+    unit = ctx.indent_unit(sp.line)
+    edits = [_insert(sp.line, 1, f"{ind}with torch.no_grad():{ctx.nl}{unit}")]
+    edits += [_insert(j, 1, unit) for j in range(sp.line + 1, sp.end_line + 1) if ctx.lines[j - 1].strip()]
+    return [Fix(title, False, tuple(edits), kind="no-grad")]
 
 
 # -----------------------------------------------------------------------------------------------------------

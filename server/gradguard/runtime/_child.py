@@ -1029,6 +1029,18 @@ def _forward_incident(torch: Any, exc: BaseException, tb: Any) -> None:
     _incidents.append(inc)
 
 
+def _loaded_tensors(torch: Any, stmt: ast.AST, fr: Any) -> Any:
+    """(node, tensor) for each name or attribute the statement reads that holds a tensor in frame ``fr``."""
+    for node in ast.walk(stmt):
+        if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(getattr(node, "ctx", None), ast.Load):
+            try:
+                v = _safe_eval(node, fr)
+            except Exception:
+                continue
+            if isinstance(v, torch.Tensor):
+                yield node, v
+
+
 def _explain_receiver(torch: Any, inc: dict[str, Any], kind: str, fr: Any, target_tb: Any, tree: ast.AST | None,
                       path: str) -> None:
     if tree is None:
@@ -1039,14 +1051,8 @@ def _explain_receiver(torch: Any, inc: dict[str, Any], kind: str, fr: Any, targe
         return
     if kind == "base_modified":
         # a view used on this line whose base was changed in place since: the culprit is that write
-        for node in ast.walk(stmt):
-            if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(getattr(node, "ctx", None), ast.Load):
-                try:
-                    v = _safe_eval(node, fr)
-                except Exception:
-                    continue
-                if not isinstance(v, torch.Tensor) or not v._is_view():
-                    continue
+        for node, v in _loaded_tensors(torch, stmt, fr):
+            if v._is_view():
                 inc["receiver"] = ast.unparse(node)
                 inc.update(_tensor_facts(torch, v, fr, tree, path, line, inc["receiver"]))
                 try:
@@ -1065,16 +1071,11 @@ def _explain_receiver(torch: Any, inc: dict[str, Any], kind: str, fr: Any, targe
         return
     if kind == "inference_saved":
         # which of the names on that line holds an inference tensor
-        for node in ast.walk(stmt):
-            if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(getattr(node, "ctx", None), ast.Load):
-                try:
-                    v = _safe_eval(node, fr)
-                except Exception:
-                    continue
-                if isinstance(v, torch.Tensor) and v.is_inference():
-                    inc["receiver"] = ast.unparse(node)
-                    inc.update(_tensor_facts(torch, v, fr, tree, path, line, inc["receiver"]))
-                    return
+        for node, v in _loaded_tensors(torch, stmt, fr):
+            if v.is_inference():
+                inc["receiver"] = ast.unparse(node)
+                inc.update(_tensor_facts(torch, v, fr, tree, path, line, inc["receiver"]))
+                return
         return
     cands = _inplace_receivers(stmt, kind)
     _, col, _, _ = _position(fr.f_code, target_tb.tb_lasti, line)
