@@ -68,6 +68,24 @@ def test_fixture_findings_match_markers(path: Path) -> None:
     assert not msg, f"{path.relative_to(ROOT)}:\n" + "\n".join(msg)
 
 
+CALLER_CUT = "# --- the caller"
+CUT_FILES = [p for p in FILES if CALLER_CUT in p.read_text(encoding="utf-8")]
+
+
+def test_there_are_fixtures_without_their_caller() -> None:
+    assert len(CUT_FILES) >= 3
+
+
+@pytest.mark.parametrize("path", CUT_FILES, ids=[str(p.relative_to(ROOT)) for p in CUT_FILES])
+def test_fixture_findings_without_the_caller(path: Path) -> None:
+    """A fixture whose module is stepped by a caller (a line starting ``# --- the caller``): the module's text alone,
+    as in a library file whose callers gradguard never sees, gives the same findings."""
+    source = path.read_text(encoding="utf-8")
+    module = source[:source.index(CALLER_CUT)]
+    got = {(f.code, f.line) for f in check_source(module, str(path))}
+    assert got == expected_findings(source)
+
+
 RULE_EXAMPLES = [(r.code, kind, i, src) for r in ALL_RULES
                  for kind, srcs in (("INVALID", r.INVALID), ("VALID", r.VALID)) for i, src in enumerate(srcs)]
 RULE_IDS = [f"{code}-{kind}-{i}" for code, kind, i, _ in RULE_EXAMPLES]

@@ -91,6 +91,7 @@ class AnalyzerCore:
         self._bw_writes: dict[int, tuple[Any, tuple[Any, ...]]] = {}
         self.bw_pending: list[tuple[frozenset[Storage], frozenset[Any], tuple[Any, ...], SaveRecord]] = []
         self.grads: dict[Storage, T] = {}  # `p.grad = g`: the tensor's .grad (flow-insensitive)
+        self.fed_back: tuple[Site, str] | None = None  # a recurrent step run again with its returned state
 
     def inference_tensor(self, val: T) -> bool:
         """Whether ``val`` was made inside inference_mode (a parameter made there by lazy analysis is not)."""
@@ -261,6 +262,8 @@ class AnalyzerCore:
                 ex = (*ex, ("alias_of", val.alias_of), ("alias_site", val.alias_site))
                 related = ((site, f"{op} into `{target}` modifies `{val.alias_of}` here"), *related)
                 site = self.alias_stmt.get(val.alias_site, site)
+            if self.fed_back is not None:
+                related = (*related, self.fed_back)
             self.report(Hazard("saved", form, site, stmt, op, target, tuple(recs), related, ex))
         for s in val.storages:
             saved.pop(s, None)

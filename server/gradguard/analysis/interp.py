@@ -81,6 +81,75 @@ def _private_helper(fi: FuncInfo, refs: Counter[str], lines: list[str]) -> bool:
     return refs.get(name, 0) > own
 
 
+def state_parameters(node: ast.FunctionDef | ast.AsyncFunctionDef,
+                     defaults: dict[str, Val]) -> list[tuple[str, tuple[int, ...], ast.Return]]:
+    """The parameters a recurrent step reads its state from and returns it through: ``(name, where, return)`` with
+    ``where`` the index path of the state in the returned value (``()`` for the value itself). A parameter
+    qualifies when it defaults to None, the body unpacks or copies it into names (``Si, Zi = memory``,
+    ``h = hx``) and a ``return`` gives those names back, in that order, as one item of the returned tuple, or as the
+    whole value when the step also takes a required input (``forward(x, hx=None)``)."""
+    own = _own_nodes(node)
+    a = node.args
+    # the step's input: a parameter without a default (besides ``self``); without one, a parameter returned
+    # whole is an alternative input (``inputs_embeds=None``), not a state
+    required = len([*a.posonlyargs, *a.args]) - len(a.defaults) > 1 or any(d is None for d in a.kw_defaults)
+    out: list[tuple[str, tuple[int, ...], ast.Return]] = []
+    for name, d in defaults.items():
+        if not (isinstance(d, Const) and d.known and d.value is None):
+            continue
+        shapes: set[tuple[str, ...]] = set()
+        for x in own:
+            if isinstance(x, ast.Assign) and isinstance(x.value, ast.Name) and x.value.id == name:
+                for t in x.targets:
+                    names = _names(t)
+                    if names:
+                        shapes.add(names)
+        if not shapes:
+            continue
+        for x in own:
+            if not isinstance(x, ast.Return) or x.value is None:
+                continue
+            if _names(x.value) in shapes and required:
+                out.append((name, (), x))
+                break
+            if isinstance(x.value, ast.Tuple):
+                hit = next((i for i, e in enumerate(x.value.elts) if _names(e) in shapes), None)
+                if hit is not None:
+                    out.append((name, (hit,), x))
+                    break
+    return out
+
+
+def _own_nodes(node: ast.AST) -> list[ast.AST]:
+    """The nodes of a function's body, without those of functions and classes nested in it."""
+    out: list[ast.AST] = []
+    todo = list(ast.iter_child_nodes(node))
+    while todo:
+        x = todo.pop()
+        if isinstance(x, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        out.append(x)
+        todo.extend(ast.iter_child_nodes(x))
+    return out
+
+
+def _names(e: ast.expr) -> tuple[str, ...] | None:
+    """``h`` -> ("h",); ``(a, b)`` or ``[a, b]`` of plain names -> ("a", "b"); anything else -> None."""
+    if isinstance(e, ast.Name):
+        return (e.id,)
+    if isinstance(e, (ast.Tuple, ast.List)) and e.elts and all(isinstance(x, ast.Name) for x in e.elts):
+        return tuple(x.id for x in e.elts)  # type: ignore[attr-defined]
+    return None
+
+
+def _at(v: Val, where: tuple[int, ...]) -> Val | None:
+    for i in where:
+        if not isinstance(v, Seq) or v.items is None or i >= len(v.items):
+            return None
+        v = v.items[i]
+    return v
+
+
 def _ng_only_lines(lines: list[str]) -> set[int]:
     if any(("no_grad" in ln or "inference_mode" in ln or "set_grad_enabled" in ln) for ln in lines):
         return no_grad_only(lines)
@@ -209,5 +278,30 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         self.active.append(fi)
         try:
             self.exec_block(node.body, st, fr)
+            if tensor_params and node.name == "forward":
+                self._fed_back(fi, env, fr, no_grad)
         finally:
             self.active.pop()
+
+    def _fed_back(self, fi: FuncInfo, env: dict[str, Val], fr: Frame, no_grad: bool) -> None:
+        """A recurrent step: ``forward(x, memory=None)`` reads its state from a parameter (``Si, Zi = memory``,
+        ``h = hx``) and returns it (``return out, [Si, Zi]``, ``return h``), so whoever steps it passes the state
+        the last call returned back into the next one. The body runs a second time with that state and the first
+        call's saves: an in-place update of the state then writes into what the previous step saved."""
+        node = fi.node
+        assert isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for param, where, ret in state_parameters(node, self._defaults(fi)):
+            for v, rs in fr.returns:
+                state = _at(v, where)
+                if state is None:
+                    continue
+                env2 = {**env, param: state}
+                fr2 = Frame(fi, STANDALONE_DEPTH, fr.self_obj)
+                self.fed_back = (self.site(ret), f"the state `{param}` that this returns is passed back into the next "
+                                                 f"call, where it is modified after this call's ops saved it")
+                try:
+                    self.exec_block(node.body, State(env2, rs.heap, no_grad=no_grad,
+                                                     allow_mutation=self.am_only(fi)), fr2)
+                finally:
+                    self.fed_back = None
+                return
