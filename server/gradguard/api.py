@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from gradguard.config import Config, load_config
 from gradguard.files import iter_python_files
+from gradguard.gctune import fewer_collections
 from gradguard.model import Finding, finding_from_dict, finding_to_dict, source_lines
 from gradguard.project.cache import ResultCache
 
@@ -117,6 +118,12 @@ def _real_file(path: str) -> str:
 
 def check_text(source: str | bytes, path: str = "<string>", config: Config | None = None, fixes: bool = True,
                project: Project | None = None) -> FileResult:
+    with fewer_collections():
+        return _check_text(source, path, config, fixes, project)
+
+
+def _check_text(source: str | bytes, path: str, config: Config | None, fixes: bool,
+                project: Project | None) -> FileResult:
     config = config or Config()
     if isinstance(source, bytes):
         if len(source) > MAX_BYTES:
@@ -221,9 +228,10 @@ def _check_file(path: str, config: Config | None, fixes: bool, project: Project 
 def _check_many(args: tuple[list[str], Config, bool, Project | None, ResultCache | None]) -> list[FileResult]:
     paths, config, fixes, project, cache = args
     out = []
-    for p in paths:
-        r = _cached_check(p, config, fixes, project, cache) if cache is not None and project is not None else None
-        out.append(r if r is not None else _check_file(p, config, fixes, project))
+    with fewer_collections():
+        for p in paths:
+            r = _cached_check(p, config, fixes, project, cache) if cache is not None and project is not None else None
+            out.append(r if r is not None else _check_file(p, config, fixes, project))
     return out
 
 

@@ -564,4 +564,8 @@ _PLAIN = (ast.Name, ast.Attribute, ast.Constant, ast.BinOp, ast.UnaryOp, ast.ope
 
 def _plain_operand(node: ast.expr) -> bool:
     """A name, attribute or constant, or arithmetic on them (``self.num_layers - 1``): read without effects."""
-    return all(isinstance(x, _PLAIN) for x in ast.walk(node))
+    got: bool | None = getattr(node, "_gg_plain", None)
+    if got is None:
+        got = all(isinstance(x, _PLAIN) for x in ast.walk(node))
+        node._gg_plain = got  # type: ignore[attr-defined]  # cached on the tree, which it describes
+    return got

@@ -226,6 +226,12 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         node = fi.node
         if isinstance(node, ast.Lambda):
             return
+        if node.name == "__init__" and fi.cls is not None and self.module_like(fi.cls) \
+                and not self._is_function_class(fi.cls):
+            # A module's constructor with its parameters' defaults (flags either way): the run that builds the
+            # instance its other methods are analysed on; one run serves both.
+            self.default_instance(fi.cls)
+            return
         env: dict[str, Val] = {}
         self_obj: Val | None = None
         args = node.args
