@@ -5,8 +5,9 @@
 Files: real model code, whole timm model files concatenated (``from __future__`` lines dropped) and cut at
 the last top-level statement ending before the target line count. Each of the ``--edits`` incremental edits
 appends a comment to a different line in the middle of the file (so the file stays valid); the client waits
-for that version's publishDiagnostics before sending the next edit. gradguard runs with ``debounceMs: 0``
-(the debounce is excluded, as the issue asks); ruff has none. Cold start: process spawn -> initialize ->
+for that version's publishDiagnostics before sending the next edit. gradguard runs twice: with its default
+debounce (what an editor gets, and what the target compares with ruff) and with ``debounceMs: 0`` (the check
+alone); ruff has no debounce. Cold start: process spawn -> initialize ->
 didOpen -> first publishDiagnostics, median of ``--cold`` runs, also for the VS Code extension's bundled server
 (bundled/libs run through client/launcher/launch.py with ``-I``, as the editor starts it).
 """
@@ -220,7 +221,10 @@ def pct(xs: list[float], q: float) -> float:
 async def main_async(args: argparse.Namespace) -> None:
     py = sys.executable
     servers: list[tuple[str, list[str], Any]] = [
-        ("gradguard lsp", [py, "-m", "gradguard", "lsp"], {"debounceMs": 0}),
+        # The editor's experience: the default debounce (100 ms; the check starts at once and is published when the
+        # debounce has passed, so an edit costs max(debounce, check)). The issue's target is measured on this row.
+        ("gradguard lsp (default debounce)", [py, "-m", "gradguard", "lsp"], None),
+        ("gradguard lsp (debounceMs 0)", [py, "-m", "gradguard", "lsp"], {"debounceMs": 0}),
     ]
     # What VS Code starts: the VSIX's bundled server (bundled/libs, `make vsix`) through the launcher, with -I and
     # a plain interpreter (a system Python with nothing installed does the same). Cold start only.
@@ -240,13 +244,13 @@ async def main_async(args: argparse.Namespace) -> None:
     print(f"{args.edits} incremental edits per file; latency = didChange sent -> publishDiagnostics received (ms); "
           "cpu/edit = server CPU time (user+sys) per edit, ms")
     print(f"machine: {os.cpu_count()} cores, load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}\n")
-    print(f"{'server':30s} {'lines':>6s} {'diags':>6s} {'p50':>8s} {'p95':>8s} {'max':>8s} {'cpu/edit':>9s}")
+    print(f"{'server':34s} {'lines':>6s} {'diags':>6s} {'p50':>8s} {'p95':>8s} {'max':>8s} {'cpu/edit':>9s}")
     with tempfile.TemporaryDirectory(prefix="bench-lsp-") as d:
         root = Path(d)
         for name, cmd, init in servers if not args.cold_only else []:
             for n in sizes:
                 lat, nd, cpu = await latency(cmd, init, root, texts[n], args.edits)
-                print(f"{name:30s} {len(texts[n].splitlines()):6d} {nd:6d} {pct(lat, 0.5):8.1f} {pct(lat, 0.95):8.1f} "
+                print(f"{name:34s} {len(texts[n].splitlines()):6d} {nd:6d} {pct(lat, 0.5):8.1f} {pct(lat, 0.95):8.1f} "
                       f"{max(lat):8.1f} {cpu:9.1f}", flush=True)
         print(f"\ncold start: spawn -> initialize -> didOpen -> first publishDiagnostics "
               f"({len(texts[sizes[0]].splitlines())}-line file), median of {args.cold} (ms); server CPU time "

@@ -45,11 +45,14 @@ def context_only(lines: list[str], with_re: re.Pattern[str], deco_re: re.Pattern
     no-grad-only function. Optimizer helpers (``_single_tensor_adamw``) and reparameterisation code qualify.
     Works on the text (indentation delimits blocks): a fraction of the cost of walking the tree.
     """
+    if not any(with_re.match(ln) or deco_re.match(ln) for ln in lines if "with" in ln or "@" in ln):
+        return set()  # no block and no decorator opens the context: nothing runs only under it
     defs: dict[str, list[int]] = {}
     decorated: set[int] = set()
     fn_of: list[int] = [0] * (len(lines) + 2)  # innermost enclosing def line of each line (0: module level)
     ng_of: list[bool] = [False] * (len(lines) + 2)
     stack: list[tuple[int, str, int]] = []  # (indent, kind, def line) of open blocks
+    cur_fn, cur_ng = 0, False  # the innermost def around the current line, and whether a context block is open
     deco_ng = False
     depth = 0  # open brackets: continuation lines (a multi-line signature's closing `):`) are not blocks
     for no, text in enumerate(lines, 1):
@@ -59,14 +62,15 @@ def context_only(lines: list[str], with_re: re.Pattern[str], deco_re: re.Pattern
             code = _STR_RE.sub("''", stripped).split("#", 1)[0]
             depth = max(0, depth + sum(code.count(c) for c in "([{") - sum(code.count(c) for c in ")]}"))
         if cont or not stripped or stripped.startswith("#"):
-            fn_of[no] = next((d for _i, k, d in reversed(stack) if k == "def"), 0)
-            ng_of[no] = any(k == "ng" for _i, k, _d in stack)
+            fn_of[no], ng_of[no] = cur_fn, cur_ng
             continue
         indent = len(text) - len(stripped)
-        while stack and indent <= stack[-1][0]:
-            stack.pop()
-        fn_of[no] = next((d for _i, k, d in reversed(stack) if k == "def"), 0)
-        ng_of[no] = any(k == "ng" for _i, k, _d in stack)
+        if stack and indent <= stack[-1][0]:
+            while stack and indent <= stack[-1][0]:
+                stack.pop()
+            cur_fn = next((d for _i, k, d in reversed(stack) if k == "def"), 0)
+            cur_ng = any(k == "ng" for _i, k, _d in stack)
+        fn_of[no], ng_of[no] = cur_fn, cur_ng
         if stripped.startswith("@"):
             deco_ng = deco_ng or bool(deco_re.match(text))
             continue
@@ -76,8 +80,10 @@ def context_only(lines: list[str], with_re: re.Pattern[str], deco_re: re.Pattern
             if deco_ng:
                 decorated.add(no)
             stack.append((indent, "def", no))
+            cur_fn = no
         elif with_re.match(text):
             stack.append((indent, "ng", 0))
+            cur_ng = True
         deco_ng = False
     refs: dict[str, list[tuple[bool, int]]] = {}
     in_doc = ""
