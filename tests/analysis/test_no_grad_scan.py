@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import textwrap
 
-from gradguard.analysis.scan import no_grad_only
 from gradguard.api import check_source
+from gradguard.project.context_scan import no_grad_only
 
 SRC = textwrap.dedent('''
     import torch

@@ -33,7 +33,6 @@ from gradguard.analysis.functions import Functions
 from gradguard.analysis.hazards import Hazard
 from gradguard.analysis.imports import Imports
 from gradguard.analysis.nn_modules import NNModules
-from gradguard.analysis.scan import allow_mutation_only, no_grad_only
 from gradguard.analysis.state import Heap, State
 from gradguard.analysis.statements import Statements
 from gradguard.analysis.training import Training
@@ -50,6 +49,7 @@ from gradguard.analysis.values import (
     Val,
     fresh,
 )
+from gradguard.project.context_scan import allow_mutation_only, no_grad_only
 
 _PRIVATE_NAME = re.compile(r"\b_\w+")
 
@@ -150,9 +150,9 @@ def _at(v: Val, where: tuple[int, ...]) -> Val | None:
     return v
 
 
-def _ng_only_lines(lines: list[str]) -> set[int]:
-    if any(("no_grad" in ln or "inference_mode" in ln or "set_grad_enabled" in ln) for ln in lines):
-        return no_grad_only(lines)
+def _ng_only_lines(lines: list[str], seeds: frozenset[int] = frozenset()) -> set[int]:
+    if seeds or any(("no_grad" in ln or "inference_mode" in ln or "set_grad_enabled" in ln) for ln in lines):
+        return no_grad_only(lines, seeds)
     return set()
 
 
@@ -202,11 +202,36 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         src = mod.source
         if src is None:
             if self._ng_only is None:
-                self._ng_only = _ng_only_lines(self.lines)
+                self._ng_only = _ng_only_lines(self.lines, self._ng_seeds(self.tree, False))
             return node.lineno in self._ng_only
         if src._ng_only is None:
-            src._ng_only = _ng_only_lines(src.lines)
+            tree = src.tree
+            src._ng_only = _ng_only_lines(src.lines, self._ng_seeds(tree, src.library) if tree is not None
+                                          else frozenset())
         return node.lineno in src._ng_only
+
+    def _ng_seeds(self, tree: ast.Module, library: bool) -> frozenset[int]:
+        """The defs in ``tree`` that the workspace only ever uses under no_grad, from other files too: functions
+        and methods by name; a class's ``forward`` when its instances are only called under no_grad."""
+        if self.project is None or library:
+            return frozenset()
+        index = self.project.callers
+        out: set[int] = set()
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef):
+                whole = index.only_under_no_grad(node.name, True)
+                for m in node.body:
+                    if not isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        continue
+                    if m.name in ("forward", "__call__"):
+                        if whole:
+                            out.add(m.lineno)
+                    elif not m.name.startswith("__") and index.only_under_no_grad(m.name, False):
+                        out.add(m.lineno)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and index.only_under_no_grad(node.name,
+                                                                                                       False):
+                out.add(node.lineno)
+        return frozenset(out)
 
     def am_only(self, fi: FuncInfo) -> bool:
         """Only ever called inside ``allow_mutation_on_saved_tensors()``."""

@@ -8,7 +8,9 @@ each file's analysis read, which is what invalidation and the result cache need.
   running anything from the workspace or a ``.pth`` file);
 - :mod:`.resolver`: dotted names and relative imports -> source files, as Python would resolve them;
 - :mod:`.sources`: source text, content hashes, parsed trees and top-level bindings, shared by all analyses;
-- :mod:`.cache`: results on disk, keyed by content hashes (``.gradguard_cache/``).
+- :mod:`.cache`: results on disk, keyed by content hashes (``.gradguard_cache/``);
+- :mod:`.context_scan`, :mod:`.callers`: a text scan for code that only runs under ``torch.no_grad()`` (in one
+  file, and across the workspace: a module only ever called under no_grad in other files).
 """
 
 from __future__ import annotations

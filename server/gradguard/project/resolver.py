@@ -12,6 +12,7 @@ import os
 from collections.abc import Iterable
 
 from gradguard.knowledge.libraries import UNREAD_PACKAGES
+from gradguard.project.callers import CallerIndex
 from gradguard.project.search_path import SearchPath
 from gradguard.project.sources import SourceFile, read_source
 
@@ -74,6 +75,7 @@ class Project:
         # lists them among what it read, yet one becoming readable changes what its importers see
         self.unreadable: set[str] = set()
         self.generation = 0  # bumped on every change: analyses cached against an older generation are stale
+        self._callers: CallerIndex | None = None
 
     # ------------------------------------------------------------------ sources
     def source(self, path: str) -> SourceFile | None:
@@ -113,6 +115,15 @@ class Project:
         # a created or deleted file can change what any import resolves to
         self._abs_cache.clear()
         self.generation += 1
+        if self._callers is not None:
+            self._callers.changed([os.path.normpath(os.path.abspath(p)) for p in paths])
+
+    @property
+    def callers(self) -> CallerIndex:
+        """Which names the workspace uses only under no_grad (:mod:`.callers`), built on first use."""
+        if self._callers is None:
+            self._callers = CallerIndex(self)
+        return self._callers
 
     def is_library(self, path: str) -> bool:
         return path.startswith(self._lib_prefixes)

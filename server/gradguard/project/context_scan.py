@@ -26,10 +26,13 @@ _WORD_RE = re.compile(r"[A-Za-z_]\w*")
 _STR_RE = re.compile(r"([\'\"])(?:\\.|(?!\1).)*\1")
 
 
-def no_grad_only(lines: list[str]) -> set[int]:
+NO_GRAD_BLOCK, NO_GRAD_DECORATOR = _WITH_NG_RE, _DECO_NG_RE
+
+
+def no_grad_only(lines: list[str], seeds: frozenset[int] = frozenset()) -> set[int]:
     """Functions (by the line of their ``def``) only ever referenced from no_grad code: they run under no_grad.
-    See ``context_only``."""
-    return context_only(lines, _WITH_NG_RE, _DECO_NG_RE)
+    ``seeds``: lines of the defs of functions whose callers elsewhere all run under no_grad. See ``context_only``."""
+    return context_only(lines, _WITH_NG_RE, _DECO_NG_RE, seeds)
 
 
 def allow_mutation_only(lines: list[str]) -> set[int]:
@@ -37,16 +40,48 @@ def allow_mutation_only(lines: list[str]) -> set[int]:
     return context_only(lines, _WITH_AM_RE, _NEVER_RE)
 
 
-def context_only(lines: list[str], with_re: re.Pattern[str], deco_re: re.Pattern[str]) -> set[int]:
+def context_only(lines: list[str], with_re: re.Pattern[str], deco_re: re.Pattern[str],
+                 seeds: frozenset[int] = frozenset()) -> set[int]:
     """Functions (by the line of their ``def``) only ever referenced from code under a context: they run under it.
 
     A function is no-grad-only when it is decorated with no_grad, or when every reference to its name in the
     file (a call, or passing it around) sits inside a ``with torch.no_grad()`` block or inside another
     no-grad-only function. Optimizer helpers (``_single_tensor_adamw``) and reparameterisation code qualify.
+    ``seeds``: lines of the defs of functions known from elsewhere to run only under the context (their callers
+    in other files, see :mod:`.callers`).
     Works on the text (indentation delimits blocks): a fraction of the cost of walking the tree.
     """
-    if not any(with_re.match(ln) or deco_re.match(ln) for ln in lines if "with" in ln or "@" in ln):
+    if not seeds and not any(with_re.match(ln) or deco_re.match(ln) for ln in lines if "with" in ln or "@" in ln):
         return set()  # no block and no decorator opens the context: nothing runs only under it
+    return scan_contexts(lines, with_re, deco_re, seeds).ng_only
+
+
+class ContextScan:
+    """One file's text read for contexts: the functions that run only under the context (``ng_only``, by the
+    line of their ``def``), and when asked (``words=True``) the names it uses under the context (``inside``) and
+    elsewhere (``outside``: not counting a ``def``'s own name, imports, or an instance's binding), and the
+    instances it binds to names (``bound``: (name, class name) for ``self.x = Cls(...)``, ``x: Cls``)."""
+
+    __slots__ = ("bound", "inside", "ng_only", "outside")
+
+    def __init__(self) -> None:
+        self.ng_only: set[int] = set()
+        self.inside: set[str] = set()
+        self.outside: set[str] = set()
+        self.bound: set[tuple[str, str]] = set()
+
+
+_IMPORT_RE = re.compile(r"^\s*(?:from\s+[\w.]+\s+)?import\b")
+# `self.tracer = RayTracing(...)`, `tracer: RayTracing = ...`, `self.tracer: RayTracing`: an instance bound to a name
+_BIND_RE = re.compile(r"^\s*(?:self\.)?(\w+)\s*(?::\s*[\w.\[\], ]+)?=\s*(?:[\w.]+\.)?([A-Z]\w*)\s*\(")
+_ANN_RE = re.compile(r"^\s*(?:self\.)?(\w+)\s*:\s*(?:[\w.]+\.)?([A-Z]\w*)\s*$")
+_CLASS_RE = re.compile(r"^\s*class\s+(\w+)")
+_TRIPLE = ('"' * 3, "'" * 3)
+
+
+def scan_contexts(lines: list[str], with_re: re.Pattern[str], deco_re: re.Pattern[str],
+                  seeds: frozenset[int] = frozenset(), words: bool = False) -> ContextScan:
+    out = ContextScan()
     defs: dict[str, list[int]] = {}
     decorated: set[int] = set()
     fn_of: list[int] = [0] * (len(lines) + 2)  # innermost enclosing def line of each line (0: module level)
@@ -60,7 +95,9 @@ def context_only(lines: list[str], with_re: re.Pattern[str], deco_re: re.Pattern
         cont = depth > 0
         if stripped and not stripped.startswith("#"):
             code = _STR_RE.sub("''", stripped).split("#", 1)[0]
-            depth = max(0, depth + sum(code.count(c) for c in "([{") - sum(code.count(c) for c in ")]}"))
+            if "(" in code or "[" in code or "{" in code or ")" in code or "]" in code or "}" in code:
+                depth = max(0, depth + code.count("(") + code.count("[") + code.count("{")
+                            - code.count(")") - code.count("]") - code.count("}"))
         if cont or not stripped or stripped.startswith("#"):
             fn_of[no], ng_of[no] = cur_fn, cur_ng
             continue
@@ -77,7 +114,7 @@ def context_only(lines: list[str], with_re: re.Pattern[str], deco_re: re.Pattern
         m = _DEF_RE.match(text)
         if m:
             defs.setdefault(m.group(2), []).append(no)
-            if deco_ng:
+            if deco_ng or no in seeds:
                 decorated.add(no)
             stack.append((indent, "def", no))
             cur_fn = no
@@ -86,6 +123,7 @@ def context_only(lines: list[str], with_re: re.Pattern[str], deco_re: re.Pattern
             cur_ng = True
         deco_ng = False
     refs: dict[str, list[tuple[bool, int]]] = {}
+    uses: list[tuple[int, list[str]]] = []
     in_doc = ""
     for no, text in enumerate(lines, 1):
         code = text
@@ -94,7 +132,7 @@ def context_only(lines: list[str], with_re: re.Pattern[str], deco_re: re.Pattern
             if end < 0:
                 continue
             code, in_doc = code[end + 3:], ""
-        for q in ('"""', "'''"):
+        for q in _TRIPLE:
             while q in code:
                 a = code.find(q)
                 b = code.find(q, a + 3)
@@ -103,9 +141,20 @@ def context_only(lines: list[str], with_re: re.Pattern[str], deco_re: re.Pattern
                     break
                 code = code[:a] + code[b + 3:]
         code = _STR_RE.sub("''", code).split("#", 1)[0]
-        for w in _WORD_RE.findall(code):
+        found = _WORD_RE.findall(code)
+        for w in found:
             if w in defs and no not in defs[w]:
                 refs.setdefault(w, []).append((ng_of[no], fn_of[no]))
+        if words and found and not _IMPORT_RE.match(code):
+            c = _CLASS_RE.match(code)
+            if c:
+                found.remove(c.group(1))  # `class Name(`: the definition, not a use
+            bind = _BIND_RE.match(code) or _ANN_RE.match(code)
+            if bind:
+                out.bound.add((bind.group(1), bind.group(2)))
+                found.remove(bind.group(1))
+                found.remove(bind.group(2))
+            uses.append((no, found))
     ng_only: set[int] = set(decorated)
     changed = True
     while changed:
@@ -120,4 +169,13 @@ def context_only(lines: list[str], with_re: re.Pattern[str], deco_re: re.Pattern
                     if n not in ng_only:
                         ng_only.add(n)
                         changed = True
-    return ng_only
+    out.ng_only = ng_only
+    if words:
+        def_lines = {n: name for name, nodes in defs.items() for n in nodes}
+        for no, found in uses:
+            own = def_lines.get(no)
+            if own is not None and own in found:
+                found.remove(own)  # `def name(`: the definition, not a use
+            inside = ng_of[no] or (fn_of[no] in ng_only)
+            (out.inside if inside else out.outside).update(found)
+    return out

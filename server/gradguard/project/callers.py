@@ -1,0 +1,129 @@
+"""Where the workspace uses a name, and whether every use runs under ``torch.no_grad()``.
+
+A function or module whose callers all sit inside ``with torch.no_grad():`` (or inside functions that only run
+there), in its own file or in others, runs without autograd: pytorch3d's ``RayTracing`` module is only called as
+``self.ray_tracer(...)`` under ``torch.no_grad()`` in ``sdf_renderer.py``, and the in-place writes in its
+``forward`` break nothing. This index answers that from the text of the workspace's files (never of libraries:
+their callers are the user's code), read with the scan that finds one file's no_grad-only functions
+(:mod:`gradguard.project.context_scan`).
+
+Only names used inside no_grad code somewhere are candidates, so only files that mention no_grad are scanned up
+front; another file is scanned when its text contains a candidate asked about. Scans are kept per file and redone
+when its text changes (an edit in the editor re-scans one file, not the workspace).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import TYPE_CHECKING
+
+from gradguard.project.context_scan import NO_GRAD_BLOCK, NO_GRAD_DECORATOR, ContextScan, scan_contexts
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from gradguard.project.resolver import Project
+    from gradguard.project.sources import SourceFile
+
+MAX_FILES = 5_000  # a larger workspace is not indexed: its functions keep the contexts their own file shows
+_MARKERS = ("no_grad", "inference_mode", "set_grad_enabled")
+
+
+class _Entry:
+    __slots__ = ("scan", "sf")
+
+    def __init__(self, sf: SourceFile):
+        self.sf = sf
+        self.scan: ContextScan | None = None
+
+    def scanned(self) -> ContextScan:
+        if self.scan is None:
+            self.scan = scan_contexts(self.sf.lines, NO_GRAD_BLOCK, NO_GRAD_DECORATOR, words=True)
+        return self.scan
+
+
+class CallerIndex:
+    def __init__(self, project: Project):
+        self.project = project
+        self._files: list[str] | None = None
+        self._entries: dict[str, _Entry] = {}
+        self._generation = -1
+        self._candidates: set[str] = set()  # names used inside no_grad code somewhere
+        self._answers: dict[tuple[str, bool], bool] = {}
+
+    def files(self) -> list[str]:
+        if self._files is None:
+            from gradguard.config import Config
+            from gradguard.files import iter_python_files
+
+            roots = [r for r in self.project.search.roots if os.path.isdir(r)]
+            out: list[str] = []
+            for p in iter_python_files(roots, Config()):
+                out.append(os.path.normpath(os.path.abspath(p)))
+                if len(out) > MAX_FILES:
+                    out = []
+                    break
+            self._files = out
+        return self._files
+
+    def changed(self, paths: Iterable[str]) -> None:
+        """Files changed, were created or deleted: a new or vanished file means listing the workspace again."""
+        if self._files is None:
+            return
+        known = set(self._files)
+        if any((p in known) != os.path.isfile(p) for p in paths):
+            self._files = None
+
+    def _refresh(self) -> None:
+        if self._generation == self.project.generation:
+            return
+        self._generation = self.project.generation
+        self._answers.clear()
+        entries: dict[str, _Entry] = {}
+        for path in self.files():
+            sf = self.project.source(path)
+            if sf is None or sf.library:
+                continue
+            e = self._entries.get(path)
+            entries[path] = e if e is not None and e.sf is sf else _Entry(sf)
+        self._entries = entries
+        cands: set[str] = set()
+        for e in entries.values():
+            if any(m in e.sf.text for m in _MARKERS):
+                scan = e.scanned()
+                cands |= scan.inside
+                cands.update(cls for var, cls in scan.bound if var in scan.inside)
+        self._candidates = cands
+
+    def only_under_no_grad(self, name: str, is_class: bool) -> bool:
+        """Is every use of ``name`` in the workspace inside no_grad code, with at least one use? For a class
+        (``is_class``), a name bound to an instance of it (``self.tracer = Cls(...)``, ``tracer: Cls``) counts as
+        its use: that name must be used only under no_grad in its file."""
+        self._refresh()
+        if name not in self._candidates:
+            return False
+        key = (name, is_class)
+        got = self._answers.get(key)
+        if got is None:
+            got = self._answers[key] = self._decide(name, is_class)
+        return got
+
+    def _decide(self, name: str, is_class: bool) -> bool:
+        used = False
+        word = re.compile(rf"\b{re.escape(name)}\b")
+        for e in self._entries.values():
+            if name not in e.sf.text or not word.search(e.sf.text):
+                continue
+            scan = e.scanned()
+            if name in scan.outside:
+                return False
+            used = used or name in scan.inside
+            if is_class:
+                for var, cls in scan.bound:
+                    if cls != name:
+                        continue
+                    if var in scan.outside:
+                        return False
+                    used = used or var in scan.inside
+        return used
