@@ -34,5 +34,6 @@ def analyze_file(tree: ast.Module, source: str, path: str, project: Project | No
 
     a = Analyzer(tree, source, path, project=project, file=file)
     hazards = a.run()
-    deps = sorted({ctx.path for ctx in a.loaded.values() if ctx.source is not None})
+    deps = sorted({ctx.path for ctx in a.loaded.values() if ctx.source is not None}
+                  | {p for p in a.context_deps if p != a.file})
     return Analysis(hazards, deps, a.truncated)

@@ -165,9 +165,11 @@ def _am_only_lines(lines: list[str]) -> set[int]:
 class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Training, AnalyzerCore):
     _ng_only: set[int] | None = None
     _am_only: set[int] | None = None
+    context_deps: set[str]  # files whose uses of a name put one of this analysis's functions under no_grad
 
     # ------------------------------------------------------------------ driver
     def run(self) -> list[Hazard]:
+        self.context_deps = set()
         st = State({}, Heap())
         fr = Frame(None, 0)
         try:
@@ -217,19 +219,25 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
             return frozenset()
         index = self.project.callers
         out: set[int] = set()
+
+        def only(name: str, is_class: bool) -> bool:
+            if not index.only_under_no_grad(name, is_class):
+                return False
+            self.context_deps.update(index.witnesses(name, is_class))
+            return True
+
         for node in tree.body:
             if isinstance(node, ast.ClassDef):
-                whole = index.only_under_no_grad(node.name, True)
+                whole = only(node.name, True)
                 for m in node.body:
                     if not isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)):
                         continue
                     if m.name in ("forward", "__call__"):
                         if whole:
                             out.add(m.lineno)
-                    elif not m.name.startswith("__") and index.only_under_no_grad(m.name, False):
+                    elif not m.name.startswith("__") and only(m.name, False):
                         out.add(m.lineno)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and index.only_under_no_grad(node.name,
-                                                                                                       False):
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and only(node.name, False):
                 out.add(node.lineno)
         return frozenset(out)
 

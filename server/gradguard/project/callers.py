@@ -51,6 +51,7 @@ class CallerIndex:
         self._generation = -1
         self._candidates: set[str] = set()  # names used inside no_grad code somewhere
         self._answers: dict[tuple[str, bool], bool] = {}
+        self._witnesses: dict[tuple[str, bool], list[str]] = {}
 
     def files(self) -> list[str]:
         if self._files is None:
@@ -80,6 +81,7 @@ class CallerIndex:
             return
         self._generation = self.project.generation
         self._answers.clear()
+        self._witnesses.clear()
         entries: dict[str, _Entry] = {}
         for path in self.files():
             sf = self.project.source(path)
@@ -109,12 +111,20 @@ class CallerIndex:
             got = self._answers[key] = self._decide(name, is_class)
         return got
 
+    def witnesses(self, name: str, is_class: bool) -> list[str]:
+        """The files whose uses made ``name`` no_grad-only: a change to one of them can change the answer (the
+        result cache and the editor's re-checks count them among the asking file's dependencies)."""
+        return self._witnesses.get((name, is_class), [])
+
     def _decide(self, name: str, is_class: bool) -> bool:
         used = False
         word = re.compile(rf"\b{re.escape(name)}\b")
-        for e in self._entries.values():
+        seen: list[str] = []
+        self._witnesses[(name, is_class)] = seen
+        for path, e in self._entries.items():
             if name not in e.sf.text or not word.search(e.sf.text):
                 continue
+            seen.append(path)
             scan = e.scanned()
             if name in scan.outside:
                 return False

@@ -1,0 +1,94 @@
+"""The workspace caller index: code only used under no_grad from other files runs under no_grad.
+
+Labels of the same shapes are proven by running them in tests/fixtures/projects/tracer_called_*; here the index's
+own behaviour: what counts as a use, instances bound to names, and answers that follow edits to the callers.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from gradguard.api import check_text
+from gradguard.project import Project, SearchPath
+
+TRACER = textwrap.dedent("""
+    import torch.nn as nn
+
+
+    class Tracer(nn.Module):
+        def forward(self, points):
+            dist = points.norm(dim=-1)
+            dist[dist > 1.0] = 1.0
+            return dist
+
+
+    def march(points):
+        d = points.norm(dim=-1)
+        d[d > 1.0] = 1.0
+        return d
+""")
+
+RENDERER = textwrap.dedent("""
+    import torch
+    import torch.nn as nn
+
+    from tracer import Tracer, march
+
+
+    class Renderer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tracer = Tracer()
+            self.head = nn.Linear(3, 1)
+
+        def forward(self, points):
+            with torch.no_grad():
+                depth = self.tracer(points) + march(points)
+            return self.head(points).squeeze(-1) * depth
+""")
+
+
+def workspace(tmp_path: Path) -> Project:
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "tracer.py").write_text(TRACER)
+    (tmp_path / "renderer.py").write_text(RENDERER)
+    return Project(SearchPath(roots=[str(tmp_path)]))
+
+
+def findings(project: Project, tmp_path: Path) -> set[tuple[int, str]]:
+    r = check_text(TRACER, str(tmp_path / "tracer.py"), project=project)
+    return {(f.line, f.code) for f in r.findings}
+
+
+def test_module_and_function_used_only_under_no_grad(tmp_path: Path) -> None:
+    project = workspace(tmp_path)
+    index = project.callers
+    assert index.only_under_no_grad("Tracer", True)
+    assert index.only_under_no_grad("march", False)
+    assert not index.only_under_no_grad("Renderer", True)  # never used at all: no evidence
+    assert str(tmp_path / "renderer.py") in index.witnesses("Tracer", True)
+    assert findings(project, tmp_path) == set()
+    r = check_text(TRACER, str(tmp_path / "tracer.py"), project=project)
+    assert str(tmp_path / "renderer.py") in r.deps  # an edit to the caller re-checks (and re-caches) the callee
+
+
+def test_a_use_with_grad_anywhere_keeps_autograd_on(tmp_path: Path) -> None:
+    project = workspace(tmp_path)
+    assert findings(project, tmp_path) == set()
+    # the editor's buffer: the caller now also runs the tracer and march with autograd on
+    project.set_overlay(str(tmp_path / "renderer.py"), RENDERER.replace(
+        "        return self.head(points)", "        extra = self.tracer(points) + march(points)\n"
+        "        return extra + self.head(points)"))
+    assert not project.callers.only_under_no_grad("Tracer", True)
+    assert not project.callers.only_under_no_grad("march", False)
+    assert findings(project, tmp_path) == {(8, "GG103"), (14, "GG103")}
+
+
+def test_a_new_caller_file_is_seen(tmp_path: Path) -> None:
+    project = workspace(tmp_path)
+    assert project.callers.only_under_no_grad("march", False)
+    other = tmp_path / "train.py"
+    other.write_text("from tracer import march\n\nloss = march(x).sum()\n")
+    project.invalidate([str(other)])
+    assert not project.callers.only_under_no_grad("march", False)
