@@ -250,3 +250,17 @@ def known_items(v: Val) -> tuple[Val, ...] | None:
     if isinstance(v, Seq) and v.items is not None and len(v.items) <= MAX_UNROLL:
         return tuple(v.items)
     return None
+
+
+def scope_nodes(scope: ast.AST) -> tuple[ast.AST, ...]:
+    """Every node of ``scope`` (a function or module) except the bodies of nested functions, lambdas and classes
+    (their ``def``/``class``/``lambda`` nodes themselves are included)."""
+    out: list[ast.AST] = []
+    stack = list(ast.iter_child_nodes(scope))
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        stack.extend(ast.iter_child_nodes(n))
+    return tuple(out)

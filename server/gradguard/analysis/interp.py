@@ -26,6 +26,7 @@ from gradguard.analysis.common import (
     Budget,
     Frame,
     annotated_tensor,
+    scope_nodes,
 )
 from gradguard.analysis.core import AnalyzerCore
 from gradguard.analysis.expressions import Expressions
@@ -88,7 +89,7 @@ def state_parameters(node: ast.FunctionDef | ast.AsyncFunctionDef,
     qualifies when it defaults to None, the body unpacks or copies it into names (``Si, Zi = memory``,
     ``h = hx``) and a ``return`` gives those names back, in that order, as one item of the returned tuple, or as the
     whole value when the step also takes a required input (``forward(x, hx=None)``)."""
-    own = _own_nodes(node)
+    own = scope_nodes(node)
     a = node.args
     # the step's input: a parameter without a default (besides ``self``); without one, a parameter returned
     # whole is an alternative input (``inputs_embeds=None``), not a state
@@ -117,19 +118,6 @@ def state_parameters(node: ast.FunctionDef | ast.AsyncFunctionDef,
                 if hit is not None:
                     out.append((name, (hit,), x))
                     break
-    return out
-
-
-def _own_nodes(node: ast.AST) -> list[ast.AST]:
-    """The nodes of a function's body, without those of functions and classes nested in it."""
-    out: list[ast.AST] = []
-    todo = list(ast.iter_child_nodes(node))
-    while todo:
-        x = todo.pop()
-        if isinstance(x, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        out.append(x)
-        todo.extend(ast.iter_child_nodes(x))
     return out
 
 

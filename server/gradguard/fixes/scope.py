@@ -17,6 +17,7 @@ import textwrap
 from collections.abc import Sequence
 from functools import lru_cache
 
+from gradguard.analysis.common import scope_nodes
 from gradguard.model import source_lines
 
 # Methods/functions whose result may share storage (or be the same tensor): binding a name to their result
@@ -145,19 +146,9 @@ def _names_in(target: ast.AST) -> list[ast.Name]:
     return [n for n in ast.walk(target) if isinstance(n, ast.Name)]
 
 
-@lru_cache(maxsize=64)
-def _scope_nodes(scope: ast.AST) -> tuple[ast.AST, ...]:
-    """Every node of ``scope`` except the bodies of nested functions, lambdas and classes (cached: the scope
-    trees come from cached parses, so each is walked once however many findings it holds)."""
-    out: list[ast.AST] = []
-    stack = list(ast.iter_child_nodes(scope))
-    while stack:
-        n = stack.pop()
-        out.append(n)
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        stack.extend(ast.iter_child_nodes(n))
-    return tuple(out)
+# Every node of a scope except the bodies of nested functions, lambdas and classes (cached: the scope trees come
+# from cached parses, so each is walked once however many findings it holds).
+_scope_nodes = lru_cache(maxsize=64)(scope_nodes)
 
 
 _STORE_CALLS = frozenset({"append", "extend", "insert", "add", "setdefault", "update", "register_buffer",

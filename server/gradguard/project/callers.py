@@ -26,16 +26,17 @@ if TYPE_CHECKING:
     from gradguard.project.resolver import Project
     from gradguard.project.sources import SourceFile
 
-MAX_FILES = 5_000  # a larger workspace is not indexed: its functions keep the contexts their own file shows
+MAX_FILES = 2_000  # a larger workspace is not indexed: its functions keep the contexts their own file shows
 _MARKERS = ("no_grad", "inference_mode", "set_grad_enabled")
 
 
 class _Entry:
-    __slots__ = ("scan", "sf")
+    __slots__ = ("marked", "scan", "sf")
 
     def __init__(self, sf: SourceFile):
         self.sf = sf
         self.scan: ContextScan | None = None
+        self.marked = any(m in sf.text for m in _MARKERS)  # mentions no_grad: read up front for candidates
 
     def scanned(self) -> ContextScan:
         if self.scan is None:
@@ -50,6 +51,7 @@ class CallerIndex:
         self._entries: dict[str, _Entry] = {}
         self._generation = -1
         self._candidates: set[str] = set()  # names used inside no_grad code somewhere
+        self._marked: set[str] = set()  # the files that mention no_grad (their scans give the candidates)
         self._answers: dict[tuple[str, bool], bool] = {}
         self._witnesses: dict[tuple[str, bool], list[str]] = {}
 
@@ -83,20 +85,28 @@ class CallerIndex:
         self._answers.clear()
         self._witnesses.clear()
         entries: dict[str, _Entry] = {}
+        changed = False
         for path in self.files():
             sf = self.project.source(path)
             if sf is None or sf.library:
                 continue
             e = self._entries.get(path)
-            entries[path] = e if e is not None and e.sf is sf else _Entry(sf)
+            if e is None or e.sf is not sf:
+                e = _Entry(sf)
+                changed = changed or e.marked or path in self._marked
+            entries[path] = e
+        changed = changed or len(entries) != len(self._entries)
         self._entries = entries
-        cands: set[str] = set()
-        for e in entries.values():
-            if any(m in e.sf.text for m in _MARKERS):
-                scan = e.scanned()
-                cands |= scan.inside
-                cands.update(cls for var, cls in scan.bound if var in scan.inside)
-        self._candidates = cands
+        if changed:  # an edit that does not touch a file mentioning no_grad leaves the candidates as they were
+            cands: set[str] = set()
+            self._marked = set()
+            for path, e in entries.items():
+                if e.marked:
+                    self._marked.add(path)
+                    scan = e.scanned()
+                    cands |= scan.inside
+                    cands.update(cls for var, cls in scan.bound if var in scan.inside)
+            self._candidates = cands
 
     def only_under_no_grad(self, name: str, is_class: bool) -> bool:
         """Is every use of ``name`` in the workspace inside no_grad code, with at least one use? For a class
