@@ -173,8 +173,9 @@ def test_corpus_scoreboard_cli(corpus_dir: Path, venv_python: str) -> None:
     if not scorer.is_file():
         pytest.skip(f"score_corpus.py is not available here ({scorer})")
     gradguard = Path(venv_python).parent / "gradguard"
-    cmd = f"{gradguard} check --format json --exit-zero" if gradguard.exists() else \
-        f"{sys.executable} -m gradguard check --format json --exit-zero"
+    # --no-cache: ../shared is read-only, so the check must not leave a .gradguard_cache/ beside its cases
+    cmd = f"{gradguard} check --no-cache --format json --exit-zero" if gradguard.exists() else \
+        f"{sys.executable} -m gradguard check --no-cache --format json --exit-zero"
     proc = subprocess.run([venv_python, str(scorer), str(corpus_dir), "--cmd", cmd, "--json"], capture_output=True,
                           text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -41,9 +41,11 @@ def single_file_fixtures() -> list[Path]:
 
 
 def check(paths: list[str], seed: str, jobs: int, fmt: str = "json") -> bytes:
-    # Named files (timm lives under site-packages, which the directory walk skips).
+    # Named files (timm lives under site-packages, which the directory walk skips). --no-cache: every run analyses
+    # (a cached result would make the later runs equal by construction), and nothing is written beside ../shared.
     env = {**os.environ, "PYTHONHASHSEED": seed}
-    r = subprocess.run([sys.executable, "-m", "gradguard", "check", "--exit-zero", "--format", fmt, "-j", str(jobs),
+    r = subprocess.run([sys.executable, "-m", "gradguard", "check", "--no-cache", "--exit-zero", "--format", fmt,
+                        "-j", str(jobs),
                         *paths], cwd=ROOT, env=env, capture_output=True, timeout=1800)
     assert r.returncode == 0, r.stderr.decode(errors="replace")[-2000:]
     return r.stdout
