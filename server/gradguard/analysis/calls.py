@@ -635,7 +635,9 @@ class Calls(AnalyzerCore):
             res = vt
         elif info.returns_tuple and info.n_outputs and info.kind != "module" and not only_maybe:
             # max(dim), sort, topk: separate outputs, of which backward reads some (the indices)
-            outs = [T(frozenset({Storage(f"{display}[{i}]")}), rg=out_rg, prov=prov, origin=display)
+            grad_idx = info.grad_output_indices  # topk, sort, max(dim): the indices never require grad
+            outs = [T(frozenset({Storage(f"{display}[{i}]")}), rg=out_rg if not grad_idx or i in grad_idx else NO,
+                      prov=prov, origin=display)
                     for i in range(info.n_outputs)]
             if grad_on and any_rg and info.saves_output and info.output_saved(rgmap):
                 for i in (info.saved_output_indices or range(info.n_outputs)):

@@ -323,7 +323,7 @@ class Expressions(AnalyzerCore):
         if isinstance(base, Seq):
             if base.items is not None and isinstance(idx, Const) and idx.known and isinstance(idx.value, int):
                 try:
-                    return base.items[idx.value]
+                    return self.kept_output(n.value, base.items[idx.value], st)
                 except IndexError:
                     return base.elem
             if isinstance(n.slice, ast.Slice):
@@ -371,9 +371,28 @@ class Expressions(AnalyzerCore):
                 self.ev(x, st, fr)
         return UNKNOWN_NUM
 
+    def kept_output(self, call: ast.expr, out: Val, st: State) -> Val:
+        """``x.topk(k).indices``, ``x.max(1)[1]``: the only output kept of a call's tuple is one that never requires
+        grad, so the op's backward node, reachable only through the outputs dropped here, never runs: what it
+        saved (the indices) is never read, and writing the kept output in place breaks nothing."""
+        if isinstance(call, ast.Call) and isinstance(out, T) and out.rg == NO and not out.maybe_tensor:
+            site = self.site(call)
+            saved = st.heap.saved
+            for s in out.storages:
+                recs = saved.get(s)
+                if recs and any(r.site == site for r in recs):
+                    keep = tuple(r for r in recs if r.site != site)
+                    if keep:
+                        saved[s] = keep
+                    else:
+                        del saved[s]
+        return out
+
     def e_Attribute(self, n: ast.Attribute, st: State, fr: Frame) -> Val:
         base = self.ev(n.value, st, fr)
         v = self.getattr(base, n.attr, n, st)
+        if n.attr == "indices" and isinstance(base, Seq):
+            return self.kept_output(n.value, v, st)
         if isinstance(v, Method) and not n.attr.startswith("__"):
             # An attribute read, not a call: `model.reward_model` of an object we cannot see into is another such
             # object; `self.agent` set outside __init__ too; `dist.mean` of a call's tensor-like result is a tensor.

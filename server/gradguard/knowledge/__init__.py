@@ -34,6 +34,7 @@ Each entry (all keys optional but ``kind``):
   when_number       {arg: {saves, saves_output, differs}}: what is saved when ``arg`` is a Python number
   train_kwarg_default  default of the ``training`` flag of functional dropouts
   returns_tuple     the callable returns a tuple of tensors (topk, sort, max(dim), LSTM): unpacking is not unbinding
+  grad_output_indices  of such a tuple, the outputs that can require grad (topk: [0]; integer indices never do)
   cuda              what differs on CUDA (an overlay of the fields above, with its ``source``): cuDNN RNNs save
                     their output, fused RMSNorm saves its weight, ``.cpu()`` copies. See ``devices`` at the top level
                     for whether CUDA facts were probed or derived from torch's sources.
@@ -84,6 +85,9 @@ class OpInfo:
     # for callables returning a tuple: which elements are the saved output (max(dim): [1], the indices;
     # nn.LSTM: [0], the output sequence)
     saved_output_indices: tuple[int, ...] = ()
+    # for callables returning a tuple: the elements that can require grad (topk: [0]; the indices never do).
+    # Empty: all of them.
+    grad_output_indices: tuple[int, ...] = ()
 
     @staticmethod
     def from_json(name: str, d: Mapping[str, Any]) -> OpInfo:
@@ -112,6 +116,7 @@ class OpInfo:
             n_outputs=int(d.get("n_outputs", 0)),
             grad_from=tuple(d["grad_from"]) if "grad_from" in d else None,
             saved_output_indices=tuple(int(i) for i in d.get("saved_output_indices") or ()),
+            grad_output_indices=tuple(int(i) for i in d.get("grad_output_indices") or ()),
         )
 
     def saved_args(self, requires_grad: Mapping[str, bool]) -> list[str]:

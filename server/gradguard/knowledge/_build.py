@@ -93,6 +93,7 @@ def probe_spec(spec: Spec) -> dict[str, Any]:
     internal = False
     grad_out = False  # does any output require grad when an input does?
     grad_from: list[str] = []  # the inputs whose requiring grad makes an output require grad
+    grad_idx: set[int] = set()  # which outputs of a tuple require grad (topk: the values, never the indices)
     for src in sources:
         r = E.run(spec, arg_names, {src})
         if r.error:
@@ -107,6 +108,7 @@ def probe_spec(spec: Spec) -> dict[str, Any]:
         if any(t.requires_grad for t in E.flatten_tensors(r.output)):
             grad_out = True
             grad_from.append(src)
+            grad_idx |= {i for i, t in enumerate(E.flatten_tensors(r.output)) if t.requires_grad}
         for name in r.saved:
             saves.setdefault(name, []).append(src)
         if r.saved_outputs:
@@ -130,6 +132,8 @@ def probe_spec(spec: Spec) -> dict[str, Any]:
     if isinstance(base.output, (tuple, list)):
         entry["returns_tuple"] = True  # unpacking the result gives its outputs, not views of one tensor
         entry["n_outputs"] = len(base.output)
+        if grad_idx and len(grad_idx) < len(outs):
+            entry["grad_output_indices"] = sorted(grad_idx)  # the others are integer outputs (indices)
     if out_idx and not isinstance(base.output, torch.Tensor) and len(outs) > 1:
         entry["saved_output_indices"] = sorted(out_idx)
     if internal:
