@@ -117,13 +117,15 @@ def _real_file(path: str) -> str:
 
 
 def check_text(source: str | bytes, path: str = "<string>", config: Config | None = None, fixes: bool = True,
-               project: Project | None = None) -> FileResult:
+               project: Project | None = None, incremental: bool = False) -> FileResult:
+    """One file's check. ``incremental`` (the editor's re-checks of an edited file): keep its analysis in the
+    ``project`` and, next time, re-run only the functions the edit can change (:mod:`gradguard.analysis.incremental`)."""
     with fewer_collections():
-        return _check_text(source, path, config, fixes, project)
+        return _check_text(source, path, config, fixes, project, incremental)
 
 
 def _check_text(source: str | bytes, path: str, config: Config | None, fixes: bool,
-                project: Project | None) -> FileResult:
+                project: Project | None, incremental: bool = False) -> FileResult:
     config = config or Config()
     if isinstance(source, bytes):
         if len(source) > MAX_BYTES:
@@ -151,7 +153,7 @@ def _check_text(source: str | bytes, path: str, config: Config | None, fixes: bo
 
     lines = source_lines(source)  # numbered as ast numbers them (not str.splitlines)
     try:
-        result = analyze_file(tree, source, path, project, file)
+        result = analyze_file(tree, source, path, project, file, incremental=incremental)
     except RecursionError:
         return FileResult(path, [_gg000(path, 1, 1, "skipped: the file is too deeply nested to analyze")])
     except Exception as exc:  # a bug in gradguard: say so on the file, never a traceback in the user's editor or CI

@@ -29,11 +29,25 @@ def analyze(tree: ast.Module, source: str, path: str, project: Project | None = 
 
 
 def analyze_file(tree: ast.Module, source: str, path: str, project: Project | None = None,
-                 file: str = "") -> Analysis:
+                 file: str = "", incremental: bool = False) -> Analysis:
+    """``incremental`` (the editor, with a project and a real file): start from the project's memo of this file's
+    last analysis, re-running only what the edit can change, and leave a memo for the next one."""
     from gradguard.analysis.interp import Analyzer
 
     a = Analyzer(tree, source, path, project=project, file=file)
-    hazards = a.run()
+    record = incremental and project is not None and bool(file)
+    generation = project.generation if project is not None else 0
+    if record:
+        assert project is not None
+        a.memo_in = project.memo(file)
+    hazards = a.run(record=record)
     deps = sorted({ctx.path for ctx in a.loaded.values() if ctx.source is not None}
-                  | {p for p in a.context_deps if p != a.file})
+                  | {p for p in a.context_deps if p != a.file} | set(a.reused_deps))
+    if record and a.memo_out is not None:
+        assert project is not None
+        if a.truncated is None:
+            a.memo_out.deps = tuple(deps)
+            project.keep_memo(file, a.memo_out, generation)
+        else:
+            project.keep_memo(file, None, generation)
     return Analysis(hazards, deps, a.truncated)

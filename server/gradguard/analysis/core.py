@@ -92,6 +92,12 @@ class AnalyzerCore:
         self.bw_pending: list[tuple[frozenset[Storage], frozenset[Any], tuple[Any, ...], SaveRecord]] = []
         self.grads: dict[Storage, T] = {}  # `p.grad = g`: the tensor's .grad (flow-insensitive)
         self.fed_back: tuple[Site, str] | None = None  # a recurrent step run again with its returned state
+        # Incremental re-analysis (see .incremental): while a function run is recorded, the checked file's lines it
+        # executed and module-level names it read; what a cached result read, given to every run that reuses it.
+        self.reach_lines: set[int] | None = None
+        self.reach_names: set[str] | None = None
+        self.cache_reach: dict[Any, tuple[frozenset[int], frozenset[str]]] = {}
+        self.entry_log: list[Hazard] | None = None
 
     def inference_tensor(self, val: T) -> bool:
         """Whether ``val`` was made inside inference_mode (a parameter made there by lazy analysis is not)."""
@@ -111,7 +117,11 @@ class AnalyzerCore:
         (``norm_layer=nn.LayerNorm``, ``act=nn.ReLU(inplace=True)``, ``norm=partial(nn.GroupNorm, 8)``)."""
         got = self.defaults_cache.get(id(fi))
         if got is not None:
+            self.reuse(("defaults", id(fi)))
             return got
+        return self.cached(("defaults", id(fi)), lambda: self._eval_defaults(fi))  # type: ignore[no-any-return]
+
+    def _eval_defaults(self, fi: FuncInfo) -> dict[str, Val]:
         node = fi.node
         out: dict[str, Val] = {}
         a = node.args
@@ -163,6 +173,34 @@ class AnalyzerCore:
         k = h.key()
         if k not in self.hazards:
             self.hazards[k] = h
+        if self.entry_log is not None:
+            self.entry_log.append(h)
+
+    def cached(self, key: Any, compute: Any) -> Any:
+        """``compute()`` for a result cached across function runs under ``key``, recording what it read so a run
+        that reuses it reads that too (incremental re-analysis; free when nothing is recorded)."""
+        if self.reach_lines is None:
+            return compute()
+        outer_l, outer_n = self.reach_lines, self.reach_names
+        self.reach_lines, self.reach_names = set(), set()
+        try:
+            return compute()
+        finally:
+            inner_l, inner_n = self.reach_lines, self.reach_names
+            assert inner_l is not None and inner_n is not None and outer_n is not None
+            self.cache_reach[key] = (frozenset(inner_l), frozenset(inner_n))
+            outer_l.update(inner_l)
+            outer_n.update(inner_n)
+            self.reach_lines, self.reach_names = outer_l, outer_n
+
+    def reuse(self, key: Any) -> None:
+        """A result cached under ``key`` is reused: the current run reads what computing it read."""
+        if self.reach_lines is not None:
+            got = self.cache_reach.get(key)
+            if got is not None:
+                assert self.reach_names is not None
+                self.reach_lines.update(got[0])
+                self.reach_names.update(got[1])
 
     def step_event(self, owners: frozenset[Any], site: Site, stmt: Site, op: str) -> StepEvent:
         """A step made here; inside another module's function called from the checked file, it is reported at

@@ -81,6 +81,8 @@ class Imports(AnalyzerCore):
     # ------------------------------------------------------------------ names of other modules
     def module_get(self, mod: ModuleCtx, name: str) -> Val | None:
         """``mod.name``: evaluated on first use from the statements that bind it; None when ``mod`` has no such name."""
+        if self.reach_names is not None and mod.is_root:
+            self.reach_names.add(name)
         v = mod.env.get(name)
         if v is not None:
             return v

@@ -14,6 +14,7 @@ assembles them and drives one file's analysis.
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 from collections import Counter
 
@@ -33,6 +34,16 @@ from gradguard.analysis.expressions import Expressions
 from gradguard.analysis.functions import Functions
 from gradguard.analysis.hazards import Hazard
 from gradguard.analysis.imports import Imports
+from gradguard.analysis.incremental import (
+    Chunk,
+    Entry,
+    EntryKey,
+    FileMemo,
+    Plan,
+    chunk_index,
+    chunks_of,
+    reach_chunks,
+)
 from gradguard.analysis.nn_modules import NNModules
 from gradguard.analysis.state import Heap, State
 from gradguard.analysis.statements import Statements
@@ -155,8 +166,14 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
     _am_only: set[int] | None = None
     context_deps: set[str]  # files whose uses of a name put one of this analysis's functions under no_grad
 
+    memo_in: FileMemo | None = None  # the last analysis of this file (incremental re-analysis), if any
+    memo_out: FileMemo | None = None  # this analysis, for the next one (when recording)
+    reused_deps: tuple[str, ...] = ()  # modules that replayed function runs read
+
     # ------------------------------------------------------------------ driver
-    def run(self) -> list[Hazard]:
+    def run(self, record: bool = False) -> list[Hazard]:
+        """Analyse the file. ``record``: keep a :class:`FileMemo` (``memo_out``) so the next analysis of an edited
+        text replays the function runs the edit cannot change (``memo_in``, see :mod:`.incremental`)."""
         self.context_deps = set()
         st = State({}, Heap())
         fr = Frame(None, 0)
@@ -164,17 +181,90 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
             self.exec_block(self.tree.body, st, fr, module=True)
         except Budget:
             pass  # exec_stmt noted where (see AnalyzerCore.truncated)
+        chunks = chunks_of(self.tree, self.lines) if record else []
+        starts, names = chunk_index(chunks)
+        plan = self._plan(chunks, starts) if record else None
+        if record:
+            self.memo_out = FileMemo(chunks, self.file_facts(), self._context_rel(chunks, starts), 0)
         refs = _references(self.lines)
         for fi in list(self.functions):
             if _private_helper(fi, refs, self.lines):
                 continue
+            key = self._entry_key(fi, chunks, starts) if record else None
+            if key is not None and plan is not None and self._replay(plan, key):
+                continue
             self.budget = max(self.budget, 20_000)
             self.foreign_used, self.foreign_limit = 0, FOREIGN_PER_FUNCTION
+            if key is not None:
+                self.reach_lines, self.reach_names, self.entry_log = set(), set(), []
             try:
                 self.standalone(fi)
             except Budget:
                 continue
+            finally:
+                if key is not None and self.memo_out is not None:
+                    assert self.reach_lines is not None and self.reach_names is not None
+                    self.memo_out.entries[key] = Entry(tuple(self.entry_log or ()), reach_chunks(
+                        chunks, starts, names, self.reach_lines, self.reach_names))
+                self.reach_lines = self.reach_names = self.entry_log = None
         return sorted(self.hazards.values(), key=lambda h: (h.site.line, h.site.col))
+
+    def file_facts(self) -> tuple[object, ...]:
+        """What every function run depends on that no single chunk holds."""
+        return (self.graph_file, self.mod.path, self.file)
+
+    def _context_rel(self, chunks: list[Chunk], starts: list[int]) -> dict[int, frozenset[int]]:
+        """Per chunk, its lines (relative to its start) that only run under no_grad (positive) or only inside
+        allow_mutation_on_saved_tensors (negative): an edit elsewhere (a caller) can move them."""
+        if self._ng_only is None:
+            self._ng_only = _ng_only_lines(self.lines, self._ng_seeds(self.tree, False))
+        if self._am_only is None:
+            self._am_only = _am_only_lines(self.lines)
+        out: dict[int, set[int]] = {}
+        for sign, lines in ((1, self._ng_only), (-1, self._am_only)):
+            for ln in lines:
+                i = bisect.bisect_right(starts, ln) - 1
+                if i >= 0:
+                    out.setdefault(i, set()).add(sign * (ln - chunks[i].start + 1))
+        return {i: frozenset(v) for i, v in out.items()}
+
+    def _plan(self, chunks: list[Chunk], starts: list[int]) -> Plan | None:
+        old = self.memo_in
+        if old is None or old.kind_key != self.file_facts():
+            return None
+        plan = Plan(old, chunks)
+        if not plan.usable:
+            return None
+        rel = self._context_rel(chunks, starts)
+        if any(old.ng_rel.get(o, frozenset()) != rel.get(n, frozenset()) for n, o in plan.new_to_old.items()):
+            return None  # what runs under no_grad moved in a def the edit did not touch: a caller changed
+        return plan
+
+    @staticmethod
+    def _entry_key(fi: FuncInfo, chunks: list[Chunk], starts: list[int]) -> EntryKey | None:
+        node = fi.node
+        if isinstance(node, ast.Lambda) or (fi.mod is not None and not fi.mod.is_root):
+            return None
+        i = bisect.bisect_right(starts, node.lineno) - 1
+        if i < 0 or node.lineno > chunks[i].end:
+            return None
+        return i, node.lineno - chunks[i].start, node.name
+
+    def _replay(self, plan: Plan, key: EntryKey) -> bool:
+        """Replay the function run ``key`` from the last analysis when the edit cannot have changed it."""
+        e = plan.reusable(key)
+        moved = plan.moved(e, self.file) if e is not None else None
+        if moved is None:
+            return False
+        hazards, reach = moved
+        self.reused_deps = plan.old.deps
+        for h in hazards:
+            k = h.key()
+            if k not in self.hazards:
+                self.hazards[k] = h
+        assert self.memo_out is not None
+        self.memo_out.entries[key] = Entry(hazards, reach)
+        return True
 
     @property
     def graph_file(self) -> bool:

@@ -61,14 +61,17 @@ class NNModules(Summaries):
     def default_instance(self, cls: ClassInfo) -> Obj:
         key = id(cls)
         obj = self.default_instances.get(key)
-        if obj is None:
-            obj = Obj("local", cls.name, cls)
-            obj.training = True  # analysed as trained: eval-only paths are checked where a caller calls .eval()
-            self.default_instances[key] = obj
-            init = cls.find_method("__init__")
-            if init is not None:
-                st = State({}, Heap())
-                self.inline(init, [obj], {}, st, Frame(None, MAX_DEPTH - 3), defaults_only=True)
+        if obj is not None:
+            self.reuse(("instance", key))
+            return obj
+        obj = Obj("local", cls.name, cls)
+        obj.training = True  # analysed as trained: eval-only paths are checked where a caller calls .eval()
+        self.default_instances[key] = obj
+        init = cls.find_method("__init__")
+        if init is not None:
+            st = State({}, Heap())
+            self.cached(("instance", key), lambda: self.inline(init, [obj], {}, st, Frame(None, MAX_DEPTH - 3),
+                                                               defaults_only=True))
         return obj
 
     def _entries(self, pos: list[Val]) -> Val:

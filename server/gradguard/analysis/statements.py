@@ -80,6 +80,8 @@ class Statements(AnalyzerCore):
         if self.mod is not self.root:
             self.foreign_used += 1
         self.stamp += 1
+        if self.reach_lines is not None and self.mod is self.root:
+            self.reach_lines.add(s.lineno)
         prev = self.cur_stmt
         self.cur_stmt = s
         try:

@@ -243,9 +243,13 @@ class Summaries(AnalyzerCore):
         """Replay the summary of ``key`` if there is one; else ``run()`` the call, recording its summary."""
         known = self.summaries.get(key) if key is not None else None
         if isinstance(known, Summary):
+            self.reuse(("summary", key))
             return self.replay(known, pos, kw, st)
         if key is None or known is NOT_SUMMARISED:
             return run()  # type: ignore[no-any-return]
+        return self.cached(("summary", key), lambda: self._summarise(key, pos, kw, st, run))
+
+    def _summarise(self, key: Hashable, pos: list[Val], kw: dict[str, Val], st: State, run: Any) -> Val:
         mark, stamp, backwards = marker(), self.stamp, self.backwards
         before, steps = dict(st.heap.saved), st.heap.steps
         rec: list[Any] = [mark, True]

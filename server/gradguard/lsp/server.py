@@ -863,7 +863,7 @@ class Controller:
 
                 t0 = time.perf_counter()
                 project = self.project_for(snap, config)
-                checked = check_text(snap.text, path, config, fixes=True, project=project)
+                checked = check_text(snap.text, path, config, fixes=True, project=project, incremental=True)
                 findings, deps = checked.findings, checked.deps
                 if project is not None:
                     elsewhere = _with_fixes(checked.elsewhere, project)

@@ -8,8 +8,10 @@ it resolves to nothing, and the analysis treats what comes from it as unknown, a
 
 from __future__ import annotations
 
+import collections
 import os
 from collections.abc import Iterable
+from typing import Any
 
 from gradguard.knowledge.libraries import UNREAD_PACKAGES
 from gradguard.project.callers import CallerIndex
@@ -18,6 +20,8 @@ from gradguard.project.sources import SourceFile, read_source
 
 # Never read: torch itself is described by the knowledge table; the others hold no autograd code worth following
 # and are large (reading them would only cost time).
+MAX_MEMOS = 16  # files whose last analysis is kept for incremental re-analysis (the recently edited ones)
+
 SKIP_TOP = frozenset({
     "torch", "numpy", "scipy", "pandas", "matplotlib", "sklearn", "PIL", "cv2", "tqdm", "yaml", "json", "requests",
     "h5py", "tensorboard", "tensorboardX", "wandb", "absl", "six", "typing_extensions", "setuptools",
@@ -75,6 +79,10 @@ class Project:
         # lists them among what it read, yet one becoming readable changes what its importers see
         self.unreadable: set[str] = set()
         self.generation = 0  # bumped on every change: analyses cached against an older generation are stale
+        # (generation, paths) of the recent changes, and the last analysis of each recently edited file: the
+        # editor's re-check of an edited file replays what the edit cannot change (analysis.incremental)
+        self._changes: collections.deque[tuple[int, frozenset[str]]] = collections.deque(maxlen=64)
+        self._memos: collections.OrderedDict[str, Any] = collections.OrderedDict()
         self._callers: CallerIndex | None = None
 
     # ------------------------------------------------------------------ sources
@@ -115,8 +123,30 @@ class Project:
         # a created or deleted file can change what any import resolves to
         self._abs_cache.clear()
         self.generation += 1
+        self._changes.append((self.generation, frozenset(os.path.normpath(os.path.abspath(p)) for p in paths)))
         if self._callers is not None:
             self._callers.changed([os.path.normpath(os.path.abspath(p)) for p in paths])
+
+    def memo(self, path: str) -> Any:
+        """The memo of ``path``'s last analysis, while no other file changed since it was taken."""
+        m = self._memos.get(path)
+        if m is None:
+            return None
+        newer = [paths for g, paths in self._changes if g > m.generation]
+        if (self._changes and self._changes[0][0] > m.generation + 1) or any(paths - {path} for paths in newer):
+            del self._memos[path]  # another file changed (or too much changed to tell): it may see them
+            return None
+        return m
+
+    def keep_memo(self, path: str, memo: Any, generation: int) -> None:
+        """Keep ``memo`` of ``path``'s analysis, which started at ``generation`` (None: forget the last one)."""
+        self._memos.pop(path, None)
+        if memo is None:
+            return
+        memo.generation = generation
+        self._memos[path] = memo
+        while len(self._memos) > MAX_MEMOS:
+            self._memos.popitem(last=False)
 
     @property
     def callers(self) -> CallerIndex:
