@@ -50,4 +50,6 @@ def analyze_file(tree: ast.Module, source: str, path: str, project: Project | No
             project.keep_memo(file, a.memo_out, generation)
         else:
             project.keep_memo(file, None, generation)
-    return Analysis(hazards, deps, a.truncated)
+    truncated = a.truncated
+    a.dispose()
+    return Analysis(hazards, deps, truncated)

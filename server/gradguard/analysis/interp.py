@@ -209,6 +209,27 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
                 self.reach_lines = self.reach_names = self.entry_log = None
         return sorted(self.hazards.values(), key=lambda h: (h.site.line, h.site.col))
 
+    def dispose(self) -> None:
+        """Break the reference cycles the analysis built (a class's methods and their class, a module's names
+        and their functions' module, instances and their classes), so that when it is dropped its objects and the
+        syntax tree they point into go at once, by reference counting. Otherwise the editor's re-checks leave one
+        tree per keystroke to the cyclic garbage collector, whose pauses (100+ ms for a 5,000-line file's tree)
+        land on a later keystroke."""
+        for ctx in (self.root, *self.loaded.values()):
+            ctx.env.clear()
+        for ci in self.classes:
+            ci.methods.clear()
+            ci.attrs.clear()
+            ci.bases.clear()
+        for fi in self.functions:
+            fi.closure = None
+        for cache in (self.default_instances, self.summaries, self.opaque_objs, self.defaults_cache, self.hazards,
+                      self.cache_reach):
+            cache.clear()
+        self.functions.clear()
+        self.classes.clear()
+        self.__dict__.clear()  # closures made during the run (cached calls, callbacks) may still point at it
+
     def file_facts(self) -> tuple[object, ...]:
         """What every function run depends on that no single chunk holds."""
         return (self.graph_file, self.mod.path, self.file)
