@@ -474,6 +474,12 @@ class Calls(AnalyzerCore):
             # torch.max(a, b) / a.min(b): the elementwise maximum/minimum, not a reduction
             info = kb.get(_BINARY_OVERLOADS[info.name]) or info
         bound = self.bind(info, pos, kw)
+        if info.name in _DTYPE_CASTS and info.view_of:
+            src = bound.get(info.view_of)
+            if not (isinstance(src, T) and src.origin in _FLOAT32_ORIGINS):
+                # `state.float()` is `state` itself only when it is already float32; of a tensor whose dtype is not
+                # known (a parameter, a buffer, a bf16 activation) it may as well be a copy: no alias is assumed
+                info = dataclasses.replace(info, view_of=None)
         if "dim" in bound or (info.kind in ("function", "method") and len(pos) >= (3 if info.kind == "method" else 2)
                               and not isinstance(pos[-1], T)):
             short = info.name.split(".", 1)[1] if info.name.startswith("Tensor.") else None
@@ -787,6 +793,10 @@ class Calls(AnalyzerCore):
         return UNKNOWN
 
 
+# dtype casts that return their input unchanged when it already has that dtype (probed on float32: a view)
+_DTYPE_CASTS = frozenset({"Tensor.float"})
+# what is float32 whatever the code around it does (the default dtype of torch's random factories)
+_FLOAT32_ORIGINS = frozenset({"randn", "rand", "randn_like", "rand_like", "torch.randn", "torch.rand"})
 _BINARY_OVERLOADS = {"torch.max": "torch.maximum", "torch.min": "torch.minimum",
                      "Tensor.max": "torch.maximum", "Tensor.min": "torch.minimum"}
 
