@@ -254,6 +254,18 @@ class NNModules(Summaries):
                        ("torch", "local", "sequential", "modulelist", "moduledict")),
                       key=lambda x: (x is o, owner_key(x)))[:MAX_APPLY]
         if name == "apply":
+            fi = fn.info if isinstance(fn, Func) else fn.func if isinstance(fn, Bound) else None
+            if fi is not None and not _writes_objects(fi.node):
+                # An initialiser (`_init_weights(m)`: nn.init on m's parameters): what it does to one submodule it
+                # does to every other of the same class and parameters, at the same lines; one of each is enough.
+                seen: set[tuple[Any, ...]] = set()
+                reps = []
+                for m in mods:
+                    k = (m.kind, m.qual, id(m.info), tuple(sorted(m.params)))
+                    if m is o or k not in seen:
+                        seen.add(k)
+                        reps.append(m)
+                mods = reps
             for m in mods:
                 self.call(fn, [m], {}, n, st, fr)
             return
@@ -679,3 +691,23 @@ def _backward_writes(node: ast.FunctionDef | ast.AsyncFunctionDef, path: str,
 
 _AUG = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**", ast.MatMult: "@",
         ast.FloorDiv: "//", ast.Mod: "%", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^"}
+
+
+def _writes_objects(node: ast.AST) -> bool:
+    """Does this function set attributes or items, or call setattr / add_module / register_*: could it leave
+    submodules of one class different from each other?"""
+    for x in ast.walk(node):
+        if isinstance(x, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = x.targets if isinstance(x, ast.Assign) else [x.target]
+            if any(isinstance(t, (ast.Attribute, ast.Subscript)) or (
+                    isinstance(t, (ast.Tuple, ast.List)) and any(isinstance(e, (ast.Attribute, ast.Subscript))
+                                                                for e in t.elts)) for t in targets):
+                return True
+        elif isinstance(x, ast.Call):
+            f = x.func
+            nm = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+            if nm in ("setattr", "add_module", "register_buffer", "register_parameter", "register_module",
+                      "apply", "__setattr__"):
+                return True
+    return False
+
