@@ -92,3 +92,18 @@ def test_a_new_caller_file_is_seen(tmp_path: Path) -> None:
     other.write_text("from tracer import march\n\nloss = march(x).sum()\n")
     project.invalidate([str(other)])
     assert not project.callers.only_under_no_grad("march", False)
+
+
+def test_a_file_that_only_mentions_no_grad_is_not_scanned_for_candidates(tmp_path: Path) -> None:
+    # a docstring or comment naming torch.no_grad opens no context: nothing in the file runs under it, so the index
+    # does not scan it up front (an edit to such a file costs no re-scan of its text)
+    (tmp_path / "notes.py").write_text('"""Segments run in :func:`torch.no_grad` (see below)."""\n\n\n'
+                                       "def march(x):\n    return x  # not under torch.no_grad here\n",
+                                       encoding="utf-8")
+    (tmp_path / "caller.py").write_text("import torch\nfrom notes import march\n\n\nwith torch.no_grad():\n"
+                                        "    march(1)\n", encoding="utf-8")
+    project = Project(SearchPath(roots=[str(tmp_path)]))
+    index = project.callers
+    assert index.only_under_no_grad("march", False)
+    notes = str((tmp_path / "notes.py").resolve())
+    assert notes not in index._marked and str((tmp_path / "caller.py").resolve()) in index._marked

@@ -18,7 +18,13 @@ import os
 import re
 from typing import TYPE_CHECKING
 
-from gradguard.project.context_scan import NO_GRAD_BLOCK, NO_GRAD_DECORATOR, ContextScan, scan_contexts
+from gradguard.project.context_scan import (
+    NO_GRAD_BLOCK,
+    NO_GRAD_DECORATOR,
+    ContextScan,
+    opens_context,
+    scan_contexts,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -36,7 +42,10 @@ class _Entry:
     def __init__(self, sf: SourceFile):
         self.sf = sf
         self.scan: ContextScan | None = None
-        self.marked = any(m in sf.text for m in _MARKERS)  # mentions no_grad: read up front for candidates
+        # opens a no_grad context (a block or a decorator): read up front for candidates. A file that only mentions
+        # no_grad (a comment, a string) uses nothing inside it.
+        self.marked = any(m in sf.text for m in _MARKERS) and opens_context(sf.lines, NO_GRAD_BLOCK,
+                                                                            NO_GRAD_DECORATOR)
 
     def scanned(self) -> ContextScan:
         if self.scan is None:

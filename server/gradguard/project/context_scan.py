@@ -51,9 +51,14 @@ def context_only(lines: list[str], with_re: re.Pattern[str], deco_re: re.Pattern
     in other files, see :mod:`.callers`).
     Works on the text (indentation delimits blocks): a fraction of the cost of walking the tree.
     """
-    if not seeds and not any(with_re.match(ln) or deco_re.match(ln) for ln in lines if "with" in ln or "@" in ln):
+    if not seeds and not opens_context(lines, with_re, deco_re):
         return set()  # no block and no decorator opens the context: nothing runs only under it
     return scan_contexts(lines, with_re, deco_re, seeds).ng_only
+
+
+def opens_context(lines: list[str], with_re: re.Pattern[str], deco_re: re.Pattern[str]) -> bool:
+    """Does a ``with`` block or a decorator open the context anywhere in the file?"""
+    return any(with_re.match(ln) or deco_re.match(ln) for ln in lines if "with" in ln or "@" in ln)
 
 
 class ContextScan:
