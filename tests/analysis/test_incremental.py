@@ -80,7 +80,7 @@ def test_edits_of_real_model_code_give_a_full_analysis_findings() -> None:
         ("vq-codebook-mask", ["vector_quantize_pytorch/vector_quantize_pytorch.py"]))]
     spec = importlib.util.find_spec("timm")  # read, never imported (it needs torchvision)
     if spec is not None and spec.submodule_search_locations:
-        models = Path(list(spec.submodule_search_locations)[0]) / "models"
+        models = Path(next(iter(spec.submodule_search_locations))) / "models"
         groups.append((models, ["resnet.py", "vision_transformer.py", "efficientnet.py"]))
     for root, names in groups:
         files = [root / n for n in names]
