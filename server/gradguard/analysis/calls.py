@@ -796,7 +796,7 @@ class Calls(AnalyzerCore):
 # dtype casts that return their input unchanged when it already has that dtype (probed on float32: a view)
 _DTYPE_CASTS = frozenset({"Tensor.float"})
 # what is float32 whatever the code around it does (the default dtype of torch's random factories)
-_FLOAT32_ORIGINS = frozenset({"randn", "rand", "randn_like", "rand_like", "torch.randn", "torch.rand"})
+_FLOAT32_ORIGINS = frozenset({"randn", "rand", "randn_like", "rand_like"})
 _BINARY_OVERLOADS = {"torch.max": "torch.maximum", "torch.min": "torch.minimum",
                      "Tensor.max": "torch.maximum", "Tensor.min": "torch.minimum"}
 

@@ -183,9 +183,10 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
             pass  # exec_stmt noted where (see AnalyzerCore.truncated)
         chunks = chunks_of(self.tree, self.lines) if record else []
         starts, names = chunk_index(chunks)
-        plan = self._plan(chunks, starts) if record else None
+        plan = None
         if record:
             self.memo_out = FileMemo(chunks, self.file_facts(), self._context_rel(chunks, starts), 0)
+            plan = self._plan(self.memo_out)
         refs = _references(self.lines)
         for fi in list(self.functions):
             if _private_helper(fi, refs, self.lines):
@@ -232,7 +233,7 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
 
     def file_facts(self) -> tuple[object, ...]:
         """What every function run depends on that no single chunk holds."""
-        return (self.graph_file, self.mod.path, self.file)
+        return (self.graph_file, self.file)
 
     def _context_rel(self, chunks: list[Chunk], starts: list[int]) -> dict[int, frozenset[int]]:
         """Per chunk, its lines (relative to its start) that only run under no_grad (positive) or only inside
@@ -249,14 +250,15 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
                     out.setdefault(i, set()).add(sign * (ln - chunks[i].start + 1))
         return {i: frozenset(v) for i, v in out.items()}
 
-    def _plan(self, chunks: list[Chunk], starts: list[int]) -> Plan | None:
+    def _plan(self, new: FileMemo) -> Plan | None:
+        """How the last analysis' memo maps onto this one (None: nothing of it can be replayed)."""
         old = self.memo_in
-        if old is None or old.kind_key != self.file_facts():
+        if old is None or old.kind_key != new.kind_key:
             return None
-        plan = Plan(old, chunks)
+        plan = Plan(old, new.chunks)
         if not plan.usable:
             return None
-        rel = self._context_rel(chunks, starts)
+        rel = new.ng_rel
         if any(old.ng_rel.get(o, frozenset()) != rel.get(n, frozenset()) for n, o in plan.new_to_old.items()):
             return None  # what runs under no_grad moved in a def the edit did not touch: a caller changed
         return plan
