@@ -42,7 +42,8 @@ def analyze_file(tree: ast.Module, source: str, path: str, project: Project | No
         a.memo_in = project.memo(file)
     hazards = a.run(record=record)
     deps = sorted({ctx.path for ctx in a.loaded.values() if ctx.source is not None}
-                  | {p for p in a.context_deps if p != a.file} | set(a.reused_deps))
+                  | {p for p in a.context_deps if p != a.file} | set(a.reused_deps)
+                  | {p for p in a.shared_files if p != a.file})
     if record and a.memo_out is not None:
         assert project is not None
         if a.truncated is None:

@@ -43,7 +43,7 @@ from gradguard.knowledge import Knowledge, OpInfo, load
 from gradguard.model import source_lines
 
 if TYPE_CHECKING:
-    from gradguard.project.resolver import Project
+    from gradguard.project.resolver import Module, Project
 
 _ROOT_NAME = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 
@@ -72,6 +72,10 @@ class AnalyzerCore:
         self.recording: list[list[Any]] = []  # [marker, pure] of the calls being summarised, outermost first
         self.backwards = 0  # backward() calls seen so far
         self.summaries: dict[Any, Any] = {}  # call context -> Summary (or NOT_SUMMARISED): see .summaries
+        self.footprints: dict[Any, Any] = {}  # call context -> what its recorded run read and needed (.shared.Rec)
+        self.shared_recs: list[Any] = []  # the footprints of the calls being recorded, outermost first
+        self.shared_files: set[str] = set()  # modules read by the project's kept calls replayed here (.shared)
+        self.reported = 0  # hazards reported so far (a kept call reported none)
         self.hazards: dict[tuple[Any, ...], Hazard] = {}
         self.stamp = 0
         self.budget = BUDGET
@@ -168,6 +172,7 @@ class AnalyzerCore:
     def report(self, h: Hazard) -> None:
         if self.quiet:
             return
+        self.reported += 1
         if h.site.path and self.file:
             h = h.anchored(self.file)  # found in another module: name the checked file where it is referred to
         k = h.key()
@@ -424,6 +429,12 @@ class AnalyzerCore:
 
     def call_func(self, fi: FuncInfo, pos: list[Val], kw: dict[str, Val], st: State, fr: Frame,
                   n: ast.AST | None) -> Val:
+        raise NotImplementedError
+
+    def ctx_of(self, m: Module) -> ModuleCtx:
+        raise NotImplementedError
+
+    def note_module(self, path: str) -> None:
         raise NotImplementedError
 
     def call_obj(self, o: Obj, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State, fr: Frame,

@@ -30,25 +30,41 @@ class Functions(Summaries):
     # local functions -------------------------------------------------------------------
     def call_func(self, fi: FuncInfo, pos: list[Val], kw: dict[str, Val], st: State, fr: Frame,
                   n: ast.AST | None) -> Val:
-        if fi in self.active or fr.depth >= MAX_DEPTH or self.quiet:
+        if self.shared_recs:
+            self.note_call(fi, fr.depth)
+        if self.quiet:
+            return UNKNOWN
+        if fi in self.active or fr.depth >= MAX_DEPTH:
+            if self.shared_recs:
+                self.note_cut(fi, fr.depth >= MAX_DEPTH)
             return UNKNOWN
         key = self.call_key(fi, pos, kw, st)
         if not self.affordable(fi) and not isinstance(self.summaries.get(key), Summary):
             return UNKNOWN
+        place = self.place_of(fi) if fi.mod is not None and not fi.mod.is_root else None
         if self.entry is None and self.mod.is_root and fi.mod is not None and not fi.mod.is_root and n is not None:
             self.entry = (self.site(n), self.stmt_site())
             try:
-                return self.summarised(key, pos, kw, st, lambda: self.inline(fi, pos, kw, st, fr))  # type: ignore[no-any-return]
+                return self.summarised(key, pos, kw, st, lambda: self.inline(fi, pos, kw, st, fr),  # type: ignore[no-any-return]
+                                       place, fr.depth)
             finally:
                 self.entry = None
-        return self.summarised(key, pos, kw, st, lambda: self.inline(fi, pos, kw, st, fr))  # type: ignore[no-any-return]
+        return self.summarised(key, pos, kw, st, lambda: self.inline(fi, pos, kw, st, fr),  # type: ignore[no-any-return]
+                               place, fr.depth)
 
     def affordable(self, fi: FuncInfo) -> bool:
         """Code of other modules is followed while the budget for it lasts (see common.FOREIGN_PER_FUNCTION)."""
         mod = fi.mod
         if mod is None or mod.is_root:
             return True
-        return self.foreign_used + body_size(fi.node) <= self.foreign_limit
+        size = body_size(fi.node)
+        if self.shared_recs:
+            self.note_need(size)
+        if self.foreign_used + size <= self.foreign_limit:
+            return True
+        if self.shared_recs:
+            self.note_cut()
+        return False
 
     def inline(self, fi: FuncInfo, pos: list[Val], kw: dict[str, Val], st: State, fr: Frame,
                defaults_only: bool = False) -> Val:

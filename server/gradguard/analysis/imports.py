@@ -71,6 +71,8 @@ class Imports(AnalyzerCore):
         if m.source is not None and self.file and m.source.path == self.file:
             return self.root  # an import cycle back to the checked file
         key = m.source.path if m.source is not None else (m.dirs[0] if m.dirs else m.name)
+        if self.shared_recs and m.source is not None:
+            self.note_module(key)
         ctx = self.loaded.get(key)
         if ctx is None:
             ctx = ModuleCtx(m.source.path if m.source is not None else key,
@@ -83,6 +85,8 @@ class Imports(AnalyzerCore):
         """``mod.name``: evaluated on first use from the statements that bind it; None when ``mod`` has no such name."""
         if self.reach_names is not None and mod.is_root:
             self.reach_names.add(name)
+        if self.shared_recs:
+            self.note_module(mod.path)
         v = mod.env.get(name)
         if v is not None:
             return v

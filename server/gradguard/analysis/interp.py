@@ -224,7 +224,7 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
             ci.bases.clear()
         for fi in self.functions:
             fi.closure = None
-        for cache in (self.default_instances, self.summaries, self.opaque_objs, self.defaults_cache, self.hazards,
+        for cache in (self.default_instances, self.summaries, self.footprints, self.opaque_objs, self.defaults_cache, self.hazards,
                       self.cache_reach):
             cache.clear()
         self.functions.clear()

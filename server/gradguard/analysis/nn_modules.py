@@ -471,7 +471,9 @@ class NNModules(Summaries):
             bare = Obj("local", ci.name, ci)  # a constructor in another module, beyond the budget: contents unknown
             bare.training, bare.ctor = True, self.site(n)
             return bare
-        o = self.summarised(key, pos, kw, st, lambda: self._construct(ci, init, pos, kw, n, st, fr))
+        where = self.place_of_class(ci) if ci.mod is not None and not ci.mod.is_root else None
+        place = ("new", where) if where is not None else None
+        o = self.summarised(key, pos, kw, st, lambda: self._construct(ci, init, pos, kw, n, st, fr), place, fr.depth)
         if isinstance(o, Obj):
             o.ctor = self.site(n)  # a replayed construction is a copy: it was made here
         return o

@@ -24,8 +24,8 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
-from gradguard.analysis.core import AnalyzerCore
 from gradguard.analysis.hazards import SaveRecord, Site
+from gradguard.analysis.shared import MISS, Rec, Shape, SharedSummaries
 from gradguard.analysis.state import State, StepEvent
 from gradguard.analysis.values import (
     Alt,
@@ -165,7 +165,7 @@ class Cloner:
         return StepEvent(stamp, owners, e.site, e.stmt, e.op, e.inner)
 
 
-class Summaries(AnalyzerCore):
+class Summaries(SharedSummaries):
     # ------------------------------------------------------------------ keys
     def call_key(self, fi: FuncInfo, pos: list[Val], kw: dict[str, Val], st: State) -> Hashable | None:
         saved = st.heap.saved
@@ -239,29 +239,52 @@ class Summaries(AnalyzerCore):
 
     # ------------------------------------------------------------------ recording
     def summarised(self, key: Hashable | None, pos: list[Val], kw: dict[str, Val], st: State,
-                   run: Any) -> Val:
-        """Replay the summary of ``key`` if there is one; else ``run()`` the call, recording its summary."""
+                   run: Any, place: Hashable | None = None, depth: int = 0) -> Val:
+        """Replay the summary of ``key`` if there is one; else ``run()`` the call, recording its summary.
+
+        ``place``: the callee is another module's (its place, see :mod:`.shared`), called at frame ``depth``: the
+        project's kept calls are tried before running it, and the run is kept for the other analyses."""
         known = self.summaries.get(key) if key is not None else None
         if isinstance(known, Summary):
             self.reuse(("summary", key))
+            if self.shared_recs:
+                self.note_replayed(self.footprints.get(key), depth)
             return self.replay(known, pos, kw, st)
         if key is None or known is NOT_SUMMARISED:
             return run()  # type: ignore[no-any-return]
-        return self.cached(("summary", key), lambda: self._summarise(key, pos, kw, st, run))
+        shared = None
+        if place is not None and self.project is not None:
+            shared = self.shared_key(place, pos, kw, st)
+            if shared is not None:
+                got = self.shared_replay(shared[0], shared[1], pos, kw, st, depth)
+                if got is not MISS:
+                    return got  # type: ignore[no-any-return]
+        return self.cached(("summary", key), lambda: self._summarise(key, pos, kw, st, run, shared, depth, place))
 
-    def _summarise(self, key: Hashable, pos: list[Val], kw: dict[str, Val], st: State, run: Any) -> Val:
+    def _summarise(self, key: Hashable, pos: list[Val], kw: dict[str, Val], st: State, run: Any,
+                   shared: tuple[Hashable, Shape] | None = None, depth: int = 0, place: Any = None) -> Val:
         mark, stamp, backwards = marker(), self.stamp, self.backwards
         before, steps = dict(st.heap.saved), st.heap.steps
         rec: list[Any] = [mark, True]
         self.recording.append(rec)
+        fp = Rec(depth, self.foreign_used, self.budget, len(self.active))  # what the run reads and needs (see .shared)
+        if place is not None:
+            fp.files.add(place[1][0] if place[0] == "new" else place[0])
+        self.shared_recs.append(fp)
+        tables = self.side_tables() if shared is not None else ()
         try:
             res = run()
         finally:
             self.recording.remove(rec)
+            self.shared_recs.remove(fp)
         summary = None
         if rec[1] and self.backwards == backwards:
             summary = self.record(mark, stamp, pos, kw, before, steps, st, res)
         self.summaries[key] = summary if summary is not None else NOT_SUMMARISED
+        if summary is not None:
+            self.footprints[key] = fp
+            if shared is not None and fp.ok and not summary.steps and tables == self.side_tables():
+                self.shared_end(fp, shared[0], shared[1], pos, kw, res, before, st, stamp, mark)
         return res  # type: ignore[no-any-return]
 
     @staticmethod

@@ -16,6 +16,7 @@ from typing import Any
 from gradguard.knowledge.libraries import UNREAD_PACKAGES
 from gradguard.project.callers import CallerIndex
 from gradguard.project.search_path import SearchPath
+from gradguard.project.shared_store import SharedStore
 from gradguard.project.sources import SourceFile, read_source
 
 # Never read: torch itself is described by the knowledge table; the others hold no autograd code worth following
@@ -84,6 +85,7 @@ class Project:
         self._changes: collections.deque[tuple[int, frozenset[str]]] = collections.deque(maxlen=64)
         self._memos: collections.OrderedDict[str, Any] = collections.OrderedDict()
         self._callers: CallerIndex | None = None
+        self.shared = SharedStore()  # what calls into its modules did, for every analysis (analysis.shared)
 
     # ------------------------------------------------------------------ sources
     def source(self, path: str) -> SourceFile | None:
@@ -116,8 +118,11 @@ class Project:
 
     def invalidate(self, paths: Iterable[str]) -> None:
         """Forget what was read from ``paths`` (changed, created or deleted): the next analysis reads them anew."""
+        paths = [os.path.normpath(os.path.abspath(p)) for p in paths]
+        # a file read before that is gone, or one never read (perhaps just created): imports may lead elsewhere
+        listing = any(self._sources.get(p) is None or not os.path.isfile(p) for p in paths)
+        self.shared.changed(paths, listing)
         for p in paths:
-            p = os.path.normpath(os.path.abspath(p))
             self._sources.pop(p, None)
             self.unreadable.discard(p)
         # a created or deleted file can change what any import resolves to
