@@ -227,6 +227,14 @@ def _check_file(path: str, config: Config | None, fixes: bool, project: Project 
     return check_text(data, path, config, fixes=fixes, project=project)
 
 
+_FORKED: tuple[Config, bool, Project | None, ResultCache | None] | None = None  # see check_paths
+
+
+def _check_forked(paths: list[str]) -> list[FileResult]:
+    assert _FORKED is not None
+    return _check_many((paths, *_FORKED))
+
+
 def _check_many(args: tuple[list[str], Config, bool, Project | None, ResultCache | None]) -> list[FileResult]:
     paths, config, fixes, project, cache = args
     out = []
@@ -301,13 +309,23 @@ def check_paths(paths: Iterable[str], config: Config | None = None, jobs: int | 
         chunks: list[list[str]] = [[] for _ in range(nchunks)]
         for i, p in enumerate(sized):
             chunks[i % nchunks].append(p)
-        ctx = None
         if sys.platform.startswith("linux"):
             import multiprocessing
-            ctx = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as ex:
-            for part in ex.map(_check_many, [(c, config, fixes, project, store) for c in chunks]):
-                results.extend(part)
+
+            # Forked workers inherit the run's project instead of unpickling a copy per chunk: each keeps one
+            # project (its parsed sources, the calls kept for later files) across the chunks it checks.
+            global _FORKED
+            _FORKED = (config, fixes, project, store)
+            try:
+                with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork")) as ex:
+                    for part in ex.map(_check_forked, chunks):
+                        results.extend(part)
+            finally:
+                _FORKED = None
+        else:
+            with ProcessPoolExecutor(max_workers=jobs) as ex:
+                for part in ex.map(_check_many, [(c, config, fixes, project, store) for c in chunks]):
+                    results.extend(part)
     if store is not None:
         store.prune()
     return merge_results(results, fixes)
