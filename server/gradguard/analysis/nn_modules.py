@@ -471,7 +471,7 @@ class NNModules(Summaries):
             bare = Obj("local", ci.name, ci)  # a constructor in another module, beyond the budget: contents unknown
             bare.training, bare.ctor = True, self.site(n)
             return bare
-        where = self.place_of_class(ci) if ci.mod is not None and not ci.mod.is_root else None
+        where = self.place_of(ci) if ci.mod is not None and not ci.mod.is_root else None
         place = ("new", where) if where is not None else None
         o = self.summarised(key, pos, kw, st, lambda: self._construct(ci, init, pos, kw, n, st, fr), place, fr.depth)
         if isinstance(o, Obj):

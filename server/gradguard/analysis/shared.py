@@ -511,16 +511,10 @@ class SharedSummaries(AnalyzerCore):
         return result
 
     @staticmethod
-    def place_of(fi: FuncInfo) -> Hashable:
+    def place_of(info: FuncInfo | ClassInfo) -> Hashable:
+        """Where a function or class is defined, or None (the checked file's, or a closure)."""
         try:
-            return func_place(fi)
-        except NotShared:
-            return None
-
-    @staticmethod
-    def place_of_class(ci: ClassInfo) -> Hashable:
-        try:
-            return class_place(ci)
+            return class_place(info) if isinstance(info, ClassInfo) else func_place(info)
         except NotShared:
             return None
 
