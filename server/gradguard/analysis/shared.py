@@ -58,6 +58,7 @@ from gradguard.analysis.values import (
     T,
     UnknownT,
     Val,
+    copy_contents,
     owner_key,
 )
 
@@ -274,11 +275,7 @@ class Packer:
         c.info = self.info(o.info) if o.info is not None else None  # type: ignore[assignment]
         self.site(o.ctor)
         self.site(o.kw_site)
-        c.ctor, c.kw_site, c.positional, c.inplace, c.training = o.ctor, o.kw_site, o.positional, o.inplace, o.training
-        c.attrs = {k: self.value(v) for k, v in o.attrs.items()}
-        c.params = {k: self.tensor(p) for k, p in o.params.items()}
-        c.cfg = {k: self.value(v) for k, v in o.cfg.items()}
-        c.entries = self.value(o.entries)
+        copy_contents(c, o, self.value, self.tensor)
         return c
 
     def info(self, info: ClassInfo | FuncInfo) -> InfoRef:
@@ -393,11 +390,7 @@ class Unpacker:
         self.omap[id(o)] = c
         if o.info is not None:
             c.info = self.info(o.info)
-        c.ctor, c.kw_site, c.positional, c.inplace, c.training = o.ctor, o.kw_site, o.positional, o.inplace, o.training
-        c.attrs = {k: self.value(v) for k, v in o.attrs.items()}
-        c.params = {k: self.tensor(p) for k, p in o.params.items()}
-        c.cfg = {k: self.value(v) for k, v in o.cfg.items()}
-        c.entries = self.value(o.entries)
+        copy_contents(c, o, self.value, self.tensor)
         return c
 
     def info(self, r: InfoRef) -> Any:

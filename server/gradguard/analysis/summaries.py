@@ -45,6 +45,7 @@ from gradguard.analysis.values import (
     T,
     UnknownT,
     Val,
+    copy_contents,
     next_id,
     owner_key,
 )
@@ -123,11 +124,7 @@ class Cloner:
             return c
         c = Obj(o.kind, o.qual, o.info)
         self.omap[o] = c
-        c.ctor, c.kw_site, c.positional, c.inplace, c.training = o.ctor, o.kw_site, o.positional, o.inplace, o.training
-        c.attrs = {k: self.value(v) for k, v in o.attrs.items()}
-        c.params = {k: self.tensor(p) for k, p in o.params.items()}
-        c.cfg = {k: self.value(v) for k, v in o.cfg.items()}
-        c.entries = self.value(o.entries)
+        copy_contents(c, o, self.value, self.tensor)
         return c
 
     def tensor(self, t: T) -> T:

@@ -293,6 +293,16 @@ class Obj(Val):
         return f"<Obj {self.kind} {self.qual or (self.info.name if self.info else '')}>"
 
 
+def copy_contents(c: Obj, o: Obj, value: Any, tensor: Any) -> None:
+    """Give ``c`` (a copy of ``o``) ``o``'s flags and its contents passed through ``value`` and ``tensor`` (the
+    copies that summaries, and calls kept for the project, make of what a call created)."""
+    c.ctor, c.kw_site, c.positional, c.inplace, c.training = o.ctor, o.kw_site, o.positional, o.inplace, o.training
+    c.attrs = {k: value(v) for k, v in o.attrs.items()}
+    c.params = {k: tensor(p) for k, p in o.params.items()}
+    c.cfg = {k: value(v) for k, v in o.cfg.items()}
+    c.entries = value(o.entries)
+
+
 @dataclass(frozen=True, eq=False)
 class Bound(Val):
     obj: Val
