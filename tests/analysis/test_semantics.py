@@ -115,6 +115,51 @@ CASES = [
         k += 1
         k.sum().backward()
     """, [], "clean"),
+    # `**kwargs` whose keys the call shows: a dict with exactly those entries
+    ("kwargs_pop_takes_the_default", """
+        import torch
+        def head(x, **kw):
+            act = kw.pop("act", torch.tanh)
+            y = act(x)
+            y.mul_(2)
+            return y
+        x = torch.randn(3, requires_grad=True)
+        head(x, scale=1).sum().backward()
+    """, ["GG101"], "error"),
+    ("kwargs_pop_takes_the_passed_value", """
+        import torch
+        import torch.nn.functional as F
+        def head(x, **kw):
+            act = kw.pop("act", torch.tanh)
+            y = act(x)
+            y.mul_(2)
+            return y
+        x = torch.randn(3, requires_grad=True)
+        head(x, act=F.gelu).sum().backward()
+    """, [], "clean"),
+    ("kwargs_entry_set_when_missing", """
+        import torch
+        import torch.nn as nn
+        def build(**kw):
+            if "inplace" not in kw:
+                kw["inplace"] = True
+            return nn.ReLU(**kw)
+        x = torch.randn(3, requires_grad=True)
+        h = torch.sigmoid(x)
+        build()(h).sum().backward()
+    """, ["GG102"], "error"),
+    ("kwargs_handed_to_a_helper_that_changes_them", """
+        import torch
+        import torch.nn as nn
+        def out_of_place(kw):
+            kw["inplace"] = False
+        def build(**kw):
+            out_of_place(kw)
+            return nn.ReLU(**kw)
+        x = torch.randn(3, requires_grad=True)
+        h = torch.sigmoid(x)
+        build(inplace=True)(h).sum().backward()
+    """, [], "clean"),
 ]
 
 

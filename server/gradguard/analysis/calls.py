@@ -97,9 +97,24 @@ class Calls(AnalyzerCore):
             v = self.ev(k.value, st, fr)
             if k.arg is not None:
                 kw[k.arg] = v
+            elif isinstance(v, Seq) and (ents := v.entries()) is not None:
+                kw.update(ents)  # `**kwargs` whose keys we know: exactly those keywords
             else:
                 kw["**"] = UNKNOWN  # `**kwargs` we cannot see into: any keyword may come from it
-        return self.call(fv, pos, kw, n, st, fr)
+        out = self.call(fv, pos, kw, n, st, fr)
+        if isinstance(fv, (Func, Bound, Method, Partial, ClassV)):
+            self._hand_over(n, st, fr)
+        return out
+
+    def _hand_over(self, n: ast.Call, st: State, fr: Frame) -> None:
+        """A keyed dict passed by name to code that may change it (``_update_kwargs(cfg, kwargs)`` running
+        ``kwargs.setdefault(...)``): its keys are no longer known. (Values are immutable here: the callee's
+        changes rebind its own name, not ours.)"""
+        for a in (*n.args, *(k.value for k in n.keywords if k.arg is not None)):
+            if isinstance(a, ast.Name):
+                v = st.env.get(a.id)
+                if isinstance(v, Seq) and v.keys is not None:
+                    st.env[a.id] = Seq(v.items, None, v.kind)
 
     def call(self, fv: Val, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State, fr: Frame) -> Val:
         if isinstance(fv, Partial):
@@ -125,6 +140,40 @@ class Calls(AnalyzerCore):
             self.pack_hook(pos[0], n, st, fr)  # grad_fn._raw_saved_self.register_hooks(pack, unpack)
         self._out_kw(kw, n, st, "call")
         return UNKNOWN
+
+    def dict_method(self, d: Seq, name: str, pos: list[Val], kw: dict[str, Val], recv: ast.expr, st: State,
+                    fr: Frame) -> Val:
+        """``kwargs.get("inplace", False)``, ``kwargs.pop("act_layer", nn.ReLU)``, ``kwargs.setdefault(...)``,
+        ``kw.update(...)`` on a dict whose keys are known. A change rebinds the dict's name (values are immutable
+        here); one we cannot follow leaves a dict without keys."""
+        ents = d.entries()
+        assert ents is not None
+        key = pos[0].value if pos and isinstance(pos[0], Const) and pos[0].known and isinstance(pos[0].value, str) \
+            else None
+        default = pos[1] if len(pos) > 1 else NONE
+        if name in ("get", "pop", "setdefault") and key is not None:
+            got = ents.get(key)
+            if name == "pop":
+                self._rebind(recv, Seq.keyed({k: v for k, v in ents.items() if k != key}), st, fr)
+            elif name == "setdefault" and got is None:
+                self._rebind(recv, Seq.keyed({**ents, key: default}), st, fr)
+            return got if got is not None else default
+        if name == "update" and "**" not in kw and len(pos) <= 1:
+            more = pos[0].entries() if pos and isinstance(pos[0], Seq) else {} if not pos else None
+            if more is not None:
+                self._rebind(recv, Seq.keyed({**ents, **more, **kw}), st, fr)
+                return NONE
+        if name == "copy":
+            return d
+        if name == "values":
+            return Seq.of(d.items or (), "list")
+        if name == "keys":
+            return Seq.of([Const(k) for k in ents], "list")
+        if name == "items":
+            return Seq.of([Seq.of((Const(k), v), "tuple") for k, v in ents.items()], "list")
+        if name not in ("__contains__", "__len__"):
+            self._rebind(recv, Seq(d.items, None, d.kind), st, fr)  # changed in a way we do not follow
+        return join(d.elem, default) if name in ("get", "pop", "setdefault") else UNKNOWN
 
     def pack_hook(self, hook: Val, n: ast.AST, st: State, fr: Frame) -> None:
         """Run a saved-tensor pack hook on a stand-in for the tensor being saved: torch forbids modifying it."""
@@ -307,6 +356,12 @@ class Calls(AnalyzerCore):
                 if r is not None and len(r) <= MAX_UNROLL:
                     return Seq.of([Const(i) for i in r], "list")
             return Seq(None, UNKNOWN_NUM)
+        if name == "dict" and "**" not in kw and len(pos) <= 1:
+            # dict(block=Bottleneck, layers=[3, 4, 6, 3]), dict(model_args, **kwargs): a keyed dict when the
+            # entries are all shown
+            base = pos[0].entries() if pos and isinstance(pos[0], Seq) else {} if not pos else None
+            if base is not None:
+                return Seq.keyed({**base, **kw})
         if name == "len" and pos:
             items = known_items(pos[0])
             if items is not None:
@@ -784,6 +839,8 @@ class Calls(AnalyzerCore):
                 nv = join(nv, a)
             self._rebind(n.func.value, nv, st, fr)
             return NONE
+        if isinstance(recv, Seq) and recv.keys is not None and isinstance(n.func, ast.Attribute):
+            return self.dict_method(recv, name, pos, kw, n.func.value, st, fr)
         if isinstance(recv, Seq) and name == "pop":
             return recv.elem
         if isinstance(recv, (Seq, Alt)) and name in ("index", "count"):

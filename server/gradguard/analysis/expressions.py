@@ -122,11 +122,21 @@ class Expressions(AnalyzerCore):
         if len(n.keys) > 8:  # configuration tables: nothing autograd-relevant, costly to interpret
             return UNKNOWN
         vals = []
+        keyed: dict[str, Val] | None = {}
         for k, v in zip(n.keys, n.values):
             if k is not None:
                 self.ev(k, st, fr)
-            vals.append(self.ev(v, st, fr))
-        return Seq.of(vals, "dict")
+            val = self.ev(v, st, fr)
+            vals.append(val)
+            if keyed is None:
+                continue
+            if isinstance(k, ast.Constant) and isinstance(k.value, str):
+                keyed[k.value] = val
+            elif k is None and isinstance(val, Seq) and (ents := val.entries()) is not None:
+                keyed.update(ents)  # {**defaults, "inplace": True}
+            else:
+                keyed = None
+        return Seq.keyed(keyed) if keyed is not None else Seq.of(vals, "dict")
 
     def e_JoinedStr(self, n: ast.JoinedStr, st: State, fr: Frame) -> Val:
         for v in n.values:
@@ -205,6 +215,10 @@ class Expressions(AnalyzerCore):
             self.ev_nograd(n.left.value, st, fr)
             return Cond(formula="rg" if isinstance(n.ops[0], ast.IsNot) else ("not", "rg"))
         vals = [self.ev_nograd(n.left, st, fr), *(self.ev_nograd(c, st, fr) for c in n.comparators)]
+        if len(n.ops) == 1 and isinstance(n.ops[0], (ast.In, ast.NotIn)) and isinstance(vals[1], Seq) \
+                and (ents := vals[1].entries()) is not None and isinstance(vals[0], Const) and vals[0].known \
+                and isinstance(vals[0].value, str):
+            return Const((vals[0].value in ents) == isinstance(n.ops[0], ast.In))  # `"inplace" in kwargs`
         if any(isinstance(v, T) for v in vals):
             return fresh("comparison", rg=NO)
         return UNKNOWN_NUM
@@ -321,6 +335,10 @@ class Expressions(AnalyzerCore):
                      view_op=base.view_op or "indexing", maybe_tensor=base.maybe_tensor, prov=base.prov,
                      alias_of=base.alias_of, alias_site=base.alias_site, origin="indexing", view_site=self.site(n))
         if isinstance(base, Seq):
+            if (keyed := base.entries()) is not None:
+                if isinstance(idx, Const) and idx.known and isinstance(idx.value, str) and idx.value in keyed:
+                    return self.kept_output(n.value, keyed[idx.value], st)
+                return base.elem
             if base.items is not None and isinstance(idx, Const) and idx.known and isinstance(idx.value, int):
                 try:
                     return self.kept_output(n.value, base.items[idx.value], st)

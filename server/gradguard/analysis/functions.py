@@ -94,7 +94,11 @@ class Functions(Summaries):
                 d = defaults.get(p.arg, UNKNOWN)
                 env[p.arg] = widen_default(d, p.annotation) if widen else d
         if a.kwarg:
-            env[a.kwarg.arg] = UNKNOWN
+            # the keywords no parameter took, when the caller showed them all (no `**unknown` of its own)
+            taken = {p.arg for p in params[:len(pos)]} | {p.arg for p in (*params[len(pos):], *a.kwonlyargs)
+                                                          if p.arg in kw}
+            env[a.kwarg.arg] = UNKNOWN if "**" in kw or defaults_only else Seq.keyed(
+                {k: v for k, v in kw.items() if k not in taken})
         self_obj = pos[0] if fi.cls is not None and pos and not fi.is_static else None
         first_sid = Storage("marker").sid
         callee = State(env, st.heap, st.no_grad or fi.no_grad or self.ng_only(fi), st.autocast,

@@ -110,7 +110,7 @@ class Shape:
             return "U"
         if isinstance(v, Seq):
             if v.items is not None:
-                return ("S", v.kind, tuple(self.key(x) for x in v.items))
+                return ("S", v.kind, v.keys, tuple(self.key(x) for x in v.items))
             return ("S*", v.kind, self.key(v.elem))
         if isinstance(v, Obj):
             got_o = self.objs.get(v)
@@ -328,7 +328,7 @@ class Packer:
             return self.obj(v)
         if isinstance(v, Seq):
             if v.items is not None:
-                return Seq(tuple(self.value(x, depth + 1) for x in v.items), None, v.kind)
+                return v.remap(tuple(self.value(x, depth + 1) for x in v.items))
             return Seq(None, self.value(v.elem, depth + 1), v.kind)
         if isinstance(v, Alt):
             return Alt(tuple(self.value(a, depth + 1) for a in v.alts))
@@ -430,7 +430,7 @@ class Unpacker:
             return self.obj(v)
         if isinstance(v, Seq):
             if v.items is not None:
-                return Seq(tuple(self.value(x) for x in v.items), None, v.kind)
+                return v.remap(tuple(self.value(x) for x in v.items))
             return Seq(None, self.value(v.elem), v.kind)
         if isinstance(v, Alt):
             return Alt(tuple(self.value(a) for a in v.alts))

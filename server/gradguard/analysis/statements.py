@@ -202,6 +202,12 @@ class Statements(AnalyzerCore):
         elif isinstance(t, ast.Subscript):
             base = self.ev(t.value, st, fr)
             key = self.ev_nograd(t.slice, st, fr)
+            if isinstance(base, Seq) and (ents := base.entries()) is not None:
+                # `kwargs["inplace"] = True`: the entry of a dict whose keys we know; another key, no more keys
+                name = key.value if isinstance(key, Const) and key.known and isinstance(key.value, str) else None
+                self._rebind(t.value, Seq.keyed({**ents, name: v}) if name is not None
+                             else Seq((*ents.values(), v), None, "dict"), st, fr)
+                return
             if (isinstance(key, Const) and isinstance(key.value, str)) or isinstance(t.slice, ast.JoinedStr) or (
                     isinstance(v, Const) and isinstance(v.value, str)):
                 return  # `d["name"] = ...`, `d[key] = "text"`: a dict or list item, not a tensor write
@@ -226,6 +232,13 @@ class Statements(AnalyzerCore):
         for t in s.targets:
             if isinstance(t, ast.Name):
                 st.env.pop(t.id, None)
+            elif isinstance(t, ast.Subscript) and isinstance(t.value, (ast.Name, ast.Attribute)):
+                d = self.ev(t.value, st, fr)
+                if isinstance(d, Seq) and (ents := d.entries()) is not None:  # `del kwargs["pretrained"]`
+                    key = self.ev_nograd(t.slice, st, fr)
+                    name = key.value if isinstance(key, Const) and key.known and isinstance(key.value, str) else None
+                    self._rebind(t.value, Seq.keyed({k: v for k, v in ents.items() if k != name})
+                                 if name is not None else Seq(d.items, None, "dict"), st, fr)
         return st
 
     def s_Return(self, s: ast.Return, st: State, fr: Frame) -> None:

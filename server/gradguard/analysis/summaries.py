@@ -142,7 +142,7 @@ class Cloner:
             return self.obj(v)
         if isinstance(v, Seq):
             if v.items is not None:
-                return Seq(tuple(self.value(x, depth + 1) for x in v.items), None, v.kind)
+                return v.remap(tuple(self.value(x, depth + 1) for x in v.items))
             return Seq(None, self.value(v.elem, depth + 1), v.kind)
         if isinstance(v, Alt):
             return Alt(tuple(x for x in (self.value(a, depth + 1) for a in v.alts) if isinstance(x, Seq)))
@@ -192,7 +192,7 @@ class Summaries(SharedSummaries):
             return "U"
         if isinstance(v, Seq):
             if v.items is not None and depth < 2:
-                return ("S", v.kind, len(v.items),
+                return ("S", v.kind, v.keys, len(v.items),
                         tuple(self._vkey(x, saved, depth + 1) for x in v.items[:_MAX_KEY_ITEMS]))
             return ("S*", v.kind, self._vkey(v.elem, saved, depth + 1) if depth < 2 else None)
         if isinstance(v, Obj):
@@ -376,6 +376,6 @@ class Summaries(SharedSummaries):
             return v.with_(prov=prov | inner)
         if isinstance(v, Seq) and depth < 4:
             if v.items is not None:
-                return Seq(tuple(self._with_prov(x, s, prov, depth + 1) for x in v.items), None, v.kind)
+                return v.remap(tuple(self._with_prov(x, s, prov, depth + 1) for x in v.items))
             return Seq(None, self._with_prov(v.elem, s, prov, depth + 1), v.kind)
         return v

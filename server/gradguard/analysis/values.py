@@ -155,14 +155,21 @@ def fresh(desc: str = "", rg: int = NO, site: Site | None = None, leaf: bool = F
 
 
 class Seq(Val):
-    """A list/tuple. ``items`` None means unknown length (all elements approximated by ``elem``)."""
+    """A list/tuple/dict. ``items`` None means unknown length (all elements approximated by ``elem``).
 
-    __slots__ = ("_elem", "items", "kind")
+    A dict whose keys are all known strings (``dict(block=Bottleneck)``, the ``**kwargs`` a call bound, a display
+    ``{"inplace": True}``) also has ``keys``, one per item: its entries are exactly those. Any other dict (a
+    computed key, an entry written through an unknown key, a dict handed to code that may change it) has none, and
+    reads of it give the join of its values, as for a list."""
 
-    def __init__(self, items: tuple[Val, ...] | None, elem: Val | None = UNKNOWN, kind: str = "list"):
+    __slots__ = ("_elem", "items", "keys", "kind")
+
+    def __init__(self, items: tuple[Val, ...] | None, elem: Val | None = UNKNOWN, kind: str = "list",
+                 keys: tuple[str, ...] | None = None):
         self.items = items
         self._elem = elem
         self.kind = kind
+        self.keys = keys if items is not None else None
 
     @property
     def elem(self) -> Val:
@@ -177,6 +184,21 @@ class Seq(Val):
     @staticmethod
     def of(items: list[Val] | tuple[Val, ...], kind: str = "list") -> Seq:
         return Seq(tuple(items), None, kind)
+
+    @staticmethod
+    def keyed(entries: dict[str, Val]) -> Seq:
+        """A dict with exactly these string keys."""
+        return Seq(tuple(entries.values()), None, "dict", tuple(entries))
+
+    def entries(self) -> dict[str, Val] | None:
+        """A keyed dict's entries; None for any other sequence."""
+        if self.keys is None or self.items is None:
+            return None
+        return dict(zip(self.keys, self.items))
+
+    def remap(self, items: tuple[Val, ...]) -> Seq:
+        """The same sequence (kind, keys) holding other items: copies for summaries and kept calls."""
+        return Seq(items, None, self.kind, self.keys)
 
 
 @dataclass(frozen=True, eq=False)
@@ -377,6 +399,11 @@ def join(a: Val, b: Val) -> Val:
                 alts.append(x)
         if len(alts) == 1:
             return alts[0]
+        if len(alts) == 2 and alts[0].keys is not None and alts[0].keys == alts[1].keys:
+            # the same keys on both paths (`kw = dict(a=x) if c else dict(a=y)`): each entry is either path's
+            x0, x1 = alts
+            assert x0.items is not None and x1.items is not None
+            return x0.remap(tuple(join(p, q) for p, q in zip(x0.items, x1.items)))
         if len(alts) <= 6 and all(s.items is not None for s in alts):
             return Alt(tuple(alts))
         el: Val = UNKNOWN
