@@ -104,7 +104,7 @@ class Functions(Summaries):
         callee = State(env, st.heap, st.no_grad or fi.no_grad or self.ng_only(fi), st.autocast,
                        st.allow_mutation or self.am_only(fi), st.silent, st.inference or fi.inference)
         opened = fi.inference and not st.inference
-        cfr = Frame(fi, fr.depth + 1, self_obj)
+        cfr = Frame(fi, fr.depth + (0 if thin(node) else 1), self_obj)
         self.active.append(fi)
         saved_stmt, saved_mod = self.cur_stmt, self.mod
         if fi.mod is not None:
@@ -142,6 +142,23 @@ class Functions(Summaries):
         assert heap is not None
         st.heap = heap
         return result
+
+
+def thin(node: ast.AST) -> bool:
+    """A wrapper that only passes its call on (``def resnet50(**kw): args = dict(...); return _create(**args, **kw)``):
+    at most two statements besides a docstring, none of them compound. Following it costs nothing, so it takes no
+    level of the call-depth limit: factories reach the class they build through chains of such wrappers."""
+    got: bool | None = getattr(node, "_gg_thin", None)
+    if got is None:
+        got = False
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                body = body[1:]
+            got = len(body) <= 2 and all(isinstance(b, (ast.Assign, ast.AnnAssign, ast.Return, ast.Expr))
+                                         for b in body)
+        node._gg_thin = got  # type: ignore[attr-defined]  # cached on the tree, which it describes
+    return got
 
 
 def body_size(node: ast.AST) -> int:
