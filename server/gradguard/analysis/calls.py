@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from gradguard.analysis.common import (
@@ -25,7 +26,7 @@ from gradguard.analysis.common import (
 )
 from gradguard.analysis.core import AnalyzerCore
 from gradguard.analysis.hazards import Hazard, SaveRecord, Site
-from gradguard.analysis.state import State
+from gradguard.analysis.state import State, join_states
 from gradguard.analysis.summaries import Cloner
 from gradguard.analysis.values import (
     MAYBE,
@@ -37,6 +38,7 @@ from gradguard.analysis.values import (
     YES,
     Alt,
     Bound,
+    Choice,
     ClassV,
     Cond,
     Const,
@@ -52,6 +54,7 @@ from gradguard.analysis.values import (
     T,
     UnknownT,
     Val,
+    choice,
     fresh,
     join,
 )
@@ -106,6 +109,20 @@ class Calls(AnalyzerCore):
             self._hand_over(n, st, fr)
         return out
 
+    @staticmethod
+    def each(v: Choice, st: State, run: Callable[[Val, State], Val]) -> Val:
+        """Run ``run`` on each alternative of a Choice from a copy of ``st``; ``st`` becomes the join of the copies
+        (as after an if/elif over the branches that built them), the result the choice of the results."""
+        outs: list[Val] = []
+        merged: State | None = None
+        for alt in v.alts:
+            s = st.copy()
+            outs.append(run(alt, s))
+            merged = join_states(merged, s)
+        assert merged is not None
+        st.env, st.heap = merged.env, merged.heap
+        return choice(outs)
+
     def _hand_over(self, n: ast.Call, st: State, fr: Frame) -> None:
         """A keyed dict passed by name to code that may change it (``_update_kwargs(cfg, kwargs)`` running
         ``kwargs.setdefault(...)``): its keys are no longer known. (Values are immutable here: the callee's
@@ -119,6 +136,8 @@ class Calls(AnalyzerCore):
     def call(self, fv: Val, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State, fr: Frame) -> Val:
         if isinstance(fv, Partial):
             return self.call(fv.func, [*fv.args, *pos], {**dict(fv.kw), **kw}, n, st, fr)
+        if isinstance(fv, Choice):
+            return self.each(fv, st, lambda alt, s: self.call(alt, pos, kw, n, s, fr))
         if isinstance(fv, Ref):
             return self.call_ref(self.canon(fv.qual), fv.qual, pos, kw, n, st, fr)
         if isinstance(fv, Method):

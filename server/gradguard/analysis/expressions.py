@@ -28,6 +28,7 @@ from gradguard.analysis.values import (
     YES,
     Alt,
     Bound,
+    Choice,
     ClassV,
     Cond,
     Const,
@@ -44,6 +45,7 @@ from gradguard.analysis.values import (
     T,
     UnknownT,
     Val,
+    choice,
     formula_of,
     fresh,
     join,
@@ -428,6 +430,8 @@ class Expressions(AnalyzerCore):
         return v
 
     def getattr(self, base: Val, attr: str, n: ast.AST | None, st: State) -> Val:
+        if isinstance(base, Choice):
+            return choice([self.getattr(a, attr, n, st) for a in base.alts])
         if isinstance(base, Ref):
             return Ref(f"{base.qual}.{attr}")
         if isinstance(base, ModV):

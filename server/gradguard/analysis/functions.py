@@ -21,7 +21,7 @@ from gradguard.analysis.values import (
     Seq,
     Storage,
     Val,
-    join,
+    join_paths,
     next_id,
 )
 
@@ -128,7 +128,7 @@ class Functions(Summaries):
         result: Val = paths[0][0]
         for v, _h in paths[1:]:
             result = NONE if result is NONE and v is NONE else (v if result is NONE else result if v is NONE
-                                                                 else join(result, v))
+                                                                 else join_paths(result, v))
         if len(paths) == 1:
             st.heap = paths[0][1]
             return result

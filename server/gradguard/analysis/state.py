@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gradguard.analysis.hazards import SaveRecord, Site
-from gradguard.analysis.values import Storage, T, Val, join
+from gradguard.analysis.values import Storage, T, Val, join_paths
 
 
 @dataclass(frozen=True)
@@ -110,6 +110,6 @@ def join_states(a: State | None, b: State | None) -> State | None:
             if isinstance(va, T) and isinstance(vb, T) and va.storages != vb.storages:
                 va = _split(va, vb, a.heap, b.heap, memo)
                 vb = _split(vb, va, b.heap, a.heap, memo)
-            env[k] = join(va, vb)
+            env[k] = join_paths(va, vb)
     return State(env, a.heap.join(b.heap), a.no_grad, a.autocast, a.allow_mutation, a.silent and b.silent,
                  a.inference)

@@ -341,6 +341,47 @@ class Method(Val):
 
 
 @dataclass(frozen=True, eq=False)
+class Choice(Val):
+    """One of several instances of different user classes, as a factory's branches build them (``define_G`` makes
+    a ``ResnetGenerator`` or a ``UnetGenerator`` by name). A call, a method or an attribute read runs on each
+    alternative from the same state, and the results and states join (see ``Calls.each``)."""
+
+    alts: tuple[Val, ...]
+
+
+MAX_CHOICE = 4
+
+
+def _instances(v: Val) -> tuple[Val, ...] | None:
+    if isinstance(v, Choice):
+        return v.alts
+    if isinstance(v, Obj) and v.info is not None:
+        return (v,)
+    return None
+
+
+def choice(vals: list[Val]) -> Val:
+    """Several values, one of which a branch produced: user-class instances of different classes stay apart (a
+    Choice); anything else joins as usual."""
+    alts: list[Val] = []
+    for v in vals:
+        for x in (v.alts if isinstance(v, Choice) else (v,)):
+            if not any(x is y for y in alts):
+                alts.append(x)
+    if len(alts) == 1:
+        return alts[0]
+    if 1 < len(alts) <= MAX_CHOICE and all(_instances(x) is not None or isinstance(x, (Bound, Method)) for x in alts) \
+            and len({id(x.info) if isinstance(x, Obj) else id(x) for x in alts}) > 1:
+        return Choice(tuple(alts))
+    if all(_instances(x) is not None for x in alts):
+        return alts[0]  # instances of one class (or too many classes): the first, as a join always did
+    out = alts[0]
+    for x in alts[1:]:
+        out = join(out, x)
+    return out
+
+
+@dataclass(frozen=True, eq=False)
 class Params(Val):
     """``model.parameters()``: the objects and leaf storages an optimizer will update."""
 
@@ -412,13 +453,26 @@ def join(a: Val, b: Val) -> Val:
         return Seq(None, el, alts[0].kind)
     if isinstance(a, Const) and isinstance(b, Const):
         return a if a.value == b.value and a.known and b.known and type(a.value) is type(b.value) else UNKNOWN_NUM
-    if isinstance(a, Obj) or isinstance(b, Obj):
-        return a if isinstance(a, Obj) else b
+    if isinstance(a, Params) and isinstance(b, Params):
+        return Params(a.owners | b.owners)
+    if isinstance(a, (Obj, Choice)) or isinstance(b, (Obj, Choice)):
+        return a if isinstance(a, (Obj, Choice)) else b
     if a is UNKNOWN:
         return b
     if b is UNKNOWN:
         return a
     return a
+
+
+def join_paths(a: Val, b: Val) -> Val:
+    """The value of a name after two paths that bound it differently (the arms of an if, a function's returns):
+    instances of different user classes stay apart as a Choice (``net = ResnetGenerator()`` or ``net =
+    UnetGenerator()``); anything else joins. (The elements of a list, joined for an unknown index, do not: the
+    analysis runs each element of a known list on its own.)"""
+    ia, ib = _instances(a), _instances(b)
+    if ia is not None and ib is not None:
+        return choice([*ia, *ib])
+    return join(a, b)
 
 
 def seq_elem(v: Val) -> Val:
