@@ -184,13 +184,9 @@ class Calls(AnalyzerCore):
                 return NONE
         if name == "copy":
             return d
-        if name == "values":
-            return Seq.of(d.items or (), "list")
-        if name == "keys":
-            return Seq.of([Const(k) for k in ents], "list")
-        if name == "items":
-            return Seq.of([Seq.of((Const(k), v), "tuple") for k, v in ents.items()], "list")
-        if name not in ("__contains__", "__len__"):
+        # (items/keys/values stay unknown, as for any dict: unrolling a loop over a configuration table's entries
+        # costs a pass per entry and finds nothing)
+        if name not in ("items", "keys", "values", "__contains__", "__len__"):
             self._rebind(recv, Seq(d.items, None, d.kind), st, fr)  # changed in a way we do not follow
         return join(d.elem, default) if name in ("get", "pop", "setdefault") else UNKNOWN
 
