@@ -57,6 +57,7 @@ from gradguard.analysis.values import (
     choice,
     fresh,
     join,
+    known_str,
 )
 from gradguard.knowledge import OpInfo
 from gradguard.knowledge import libraries as L
@@ -131,7 +132,7 @@ class Calls(AnalyzerCore):
             if isinstance(a, ast.Name):
                 v = st.env.get(a.id)
                 if isinstance(v, Seq) and v.keys is not None:
-                    st.env[a.id] = Seq(v.items, None, v.kind)
+                    st.env[a.id] = v.unkeyed()
 
     def call(self, fv: Val, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State, fr: Frame) -> Val:
         if isinstance(fv, Partial):
@@ -167,8 +168,7 @@ class Calls(AnalyzerCore):
         here); one we cannot follow leaves a dict without keys."""
         ents = d.entries()
         assert ents is not None
-        key = pos[0].value if pos and isinstance(pos[0], Const) and pos[0].known and isinstance(pos[0].value, str) \
-            else None
+        key = known_str(pos[0]) if pos else None
         default = pos[1] if len(pos) > 1 else NONE
         if name in ("get", "pop", "setdefault") and key is not None:
             got = ents.get(key)
@@ -187,7 +187,7 @@ class Calls(AnalyzerCore):
         # (items/keys/values stay unknown, as for any dict: unrolling a loop over a configuration table's entries
         # costs a pass per entry and finds nothing)
         if name not in ("items", "keys", "values", "__contains__", "__len__"):
-            self._rebind(recv, Seq(d.items, None, d.kind), st, fr)  # changed in a way we do not follow
+            self._rebind(recv, d.unkeyed(), st, fr)  # changed in a way we do not follow
         return join(d.elem, default) if name in ("get", "pop", "setdefault") else UNKNOWN
 
     def pack_hook(self, hook: Val, n: ast.AST, st: State, fr: Frame) -> None:

@@ -49,6 +49,7 @@ from gradguard.analysis.values import (
     formula_of,
     fresh,
     join,
+    known_str,
     ordered,
     owner_key,
     recording_allows,
@@ -218,9 +219,8 @@ class Expressions(AnalyzerCore):
             return Cond(formula="rg" if isinstance(n.ops[0], ast.IsNot) else ("not", "rg"))
         vals = [self.ev_nograd(n.left, st, fr), *(self.ev_nograd(c, st, fr) for c in n.comparators)]
         if len(n.ops) == 1 and isinstance(n.ops[0], (ast.In, ast.NotIn)) and isinstance(vals[1], Seq) \
-                and (ents := vals[1].entries()) is not None and isinstance(vals[0], Const) and vals[0].known \
-                and isinstance(vals[0].value, str):
-            return Const((vals[0].value in ents) == isinstance(n.ops[0], ast.In))  # `"inplace" in kwargs`
+                and (ents := vals[1].entries()) is not None and (name := known_str(vals[0])) is not None:
+            return Const((name in ents) == isinstance(n.ops[0], ast.In))  # `"inplace" in kwargs`
         if any(isinstance(v, T) for v in vals):
             return fresh("comparison", rg=NO)
         return UNKNOWN_NUM
@@ -338,8 +338,8 @@ class Expressions(AnalyzerCore):
                      alias_of=base.alias_of, alias_site=base.alias_site, origin="indexing", view_site=self.site(n))
         if isinstance(base, Seq):
             if (keyed := base.entries()) is not None:
-                if isinstance(idx, Const) and idx.known and isinstance(idx.value, str) and idx.value in keyed:
-                    return self.kept_output(n.value, keyed[idx.value], st)
+                if (name := known_str(idx)) is not None and name in keyed:
+                    return self.kept_output(n.value, keyed[name], st)
                 return base.elem
             if base.items is not None and isinstance(idx, Const) and idx.known and isinstance(idx.value, int):
                 try:

@@ -47,6 +47,7 @@ from gradguard.analysis.values import (
     T,
     Val,
     join,
+    known_str,
     next_id,
     ordered,
     recording_allows,
@@ -204,7 +205,7 @@ class Statements(AnalyzerCore):
             key = self.ev_nograd(t.slice, st, fr)
             if isinstance(base, Seq) and (ents := base.entries()) is not None:
                 # `kwargs["inplace"] = True`: the entry of a dict whose keys we know; another key, no more keys
-                name = key.value if isinstance(key, Const) and key.known and isinstance(key.value, str) else None
+                name = known_str(key)
                 self._rebind(t.value, Seq.keyed({**ents, name: v}) if name is not None
                              else Seq((*ents.values(), v), None, "dict"), st, fr)
                 return
@@ -235,10 +236,9 @@ class Statements(AnalyzerCore):
             elif isinstance(t, ast.Subscript) and isinstance(t.value, (ast.Name, ast.Attribute)):
                 d = self.ev(t.value, st, fr)
                 if isinstance(d, Seq) and (ents := d.entries()) is not None:  # `del kwargs["pretrained"]`
-                    key = self.ev_nograd(t.slice, st, fr)
-                    name = key.value if isinstance(key, Const) and key.known and isinstance(key.value, str) else None
+                    name = known_str(self.ev_nograd(t.slice, st, fr))
                     self._rebind(t.value, Seq.keyed({k: v for k, v in ents.items() if k != name})
-                                 if name is not None else Seq(d.items, None, "dict"), st, fr)
+                                 if name is not None else d.unkeyed(), st, fr)
         return st
 
     def s_Return(self, s: ast.Return, st: State, fr: Frame) -> None:

@@ -196,9 +196,18 @@ class Seq(Val):
             return None
         return dict(zip(self.keys, self.items))
 
+    def unkeyed(self) -> Seq:
+        """The same dict, its keys no longer known (changed by code we do not follow)."""
+        return Seq(self.items, None, self.kind)
+
     def remap(self, items: tuple[Val, ...]) -> Seq:
         """The same sequence (kind, keys) holding other items: copies for summaries and kept calls."""
         return Seq(items, None, self.kind, self.keys)
+
+
+def known_str(v: Val | None) -> str | None:
+    """The string a value is known to be (a dict key, a keyword name), else None."""
+    return v.value if isinstance(v, Const) and v.known and isinstance(v.value, str) else None
 
 
 @dataclass(frozen=True, eq=False)
