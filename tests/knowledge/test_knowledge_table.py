@@ -452,3 +452,23 @@ def test_batchnorm_running_stats_change_without_version_bump(raw: dict[str, Any]
     before = m.running_mean.clone()
     m(torch.randn(2, 3, 4, 4))
     assert m.running_mean._version == v and not torch.equal(before, m.running_mean)
+
+
+@pytest.mark.torch
+def test_graph_cutting_ops(kb: Knowledge) -> None:
+    """The two ways an op ends what backward can reach: a result that never requires grad (argmax, multinomial)
+    and one whose backward is not implemented (binomial, floor division). Confirmed on torch itself."""
+    for name in ("torch.argmax", "Tensor.argmax", "torch.multinomial"):
+        info = kb.get(name)
+        assert info is not None and not info.output_requires_grad, name
+    for name in ("torch.binomial", "torch.floor_divide", "operator.floordiv"):
+        info = kb.get(name)
+        assert info is not None and info.backward_not_implemented and info.output_requires_grad, name
+    for name in ("torch.bernoulli", "torch.poisson", "torch.round", "torch.true_divide"):
+        info = kb.get(name)  # zero gradients, but backward goes on through them to what their inputs came from
+        assert info is not None and not info.backward_not_implemented and info.output_requires_grad, name
+    p = nonleaf(4, 6).sigmoid()
+    assert type(torch.binomial(torch.full((4, 6), 5.0), p).grad_fn).__name__ == "NotImplemented"
+    assert type((p // 0.3).grad_fn).__name__ == "NotImplemented"
+    assert not torch.multinomial(p, 1).requires_grad
+    assert type(torch.bernoulli(p).grad_fn).__name__ == "BernoulliBackward0"

@@ -69,6 +69,19 @@ MAYBE_ALIAS = ("reshape", "reshape_as", "flatten", "contiguous", "ravel")
 class Calls(AnalyzerCore):
     # ------------------------------------------------------------------ calls
     def e_Call(self, n: ast.Call, st: State, fr: Frame) -> Val:
+        mark, effects = len(self.save_log), self.effects
+        self.call_depth += 1
+        try:
+            out = self._call_expr(n, st, fr)
+            if self.cut_at is n:
+                self.cut(n, mark, effects, st)
+            return out
+        finally:
+            self.call_depth -= 1
+            if not self.call_depth:
+                self.save_log.clear()
+
+    def _call_expr(self, n: ast.Call, st: State, fr: Frame) -> Val:
         if isinstance(n.func, ast.Attribute):
             if n.func.attr in NONDIFF_METHODS and not n.args:
                 # x.item(), x.tolist(), x.numpy(): the value leaves autograd; what computed x never reaches a loss
@@ -568,6 +581,9 @@ class Calls(AnalyzerCore):
                 display = f"{display}(inplace=True)"
                 info = var
                 bound = self.bind(info, pos, kw)
+        if (not info.output_requires_grad or info.backward_not_implemented) and not info.mutates \
+                and not info.view_of and not info.multi_output_view:
+            self.cut_at = n  # see e_Call
         for arg, (wsaves, wout) in info.when_number.items():
             if arg in bound and not isinstance(bound[arg], T):
                 info = dataclasses.replace(info, saves=wsaves, saves_output=wout)

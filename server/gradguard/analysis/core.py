@@ -90,6 +90,13 @@ class AnalyzerCore:
         self._graph_file: bool | None = None
         self.inference_spans: list[tuple[int, int]] = []  # storage ids made inside inference_mode: [first, end)
         self.pack_inputs: set[Storage] = set()  # what a saved-tensor pack hook is given
+        # Saves that no backward can reach (see Calls.e_Call): the saves recorded while the outermost call
+        # expression runs, the count of calls into other code and in-place writes, and the call whose op cuts
+        # the graph (argmax, multinomial, binomial)
+        self.save_log: list[tuple[Storage, SaveRecord]] = []
+        self.effects = 0
+        self.call_depth = 0
+        self.cut_at: ast.AST | None = None
         # custom Functions' backward writes into what they saved: summaries per class, and applies awaiting a
         # backward that keeps the graph (storages, provenance of the outputs, the write, the Function's save)
         self._bw_writes: dict[int, tuple[Any, tuple[Any, ...]]] = {}
@@ -258,6 +265,7 @@ class AnalyzerCore:
         """An in-place write to ``val`` (``operands_rg``: another operand of the op may require grad)."""
         if not isinstance(val, T):
             return
+        self.effects += 1
         if st.silent:
             for s in val.storages:  # the write happens (versions move), but nothing recorded can break
                 st.heap.saved.pop(s, None)
@@ -322,6 +330,27 @@ class AnalyzerCore:
             have = saved.get(s, ())
             if len(have) < MAX_SAVES and rec not in have:
                 saved[s] = (*have, rec)
+                self.save_log.append((s, rec))
+
+    def cut(self, n: ast.AST, mark: int, effects: int, st: State) -> None:
+        """``n``'s op cuts the graph (argmax, multinomial: the result never requires grad; binomial, ``//``:
+        backward through it raises "not implemented"). What the ops written inside its operands saved can then never
+        be unpacked: their results feed only ``n``, so no backward reaches them (``torch.binomial(n, prob /
+        remainder)``, then ``remainder -= prob``). Not when the operands ran other code, wrote in place or bound a
+        name (``:=``): a result could be kept elsewhere. ``mark`` and ``effects``: ``save_log``'s length and
+        ``effects`` before the operands ran."""
+        self.cut_at = None
+        if self.effects != effects or any(isinstance(x, ast.NamedExpr) for x in ast.walk(n)):
+            return
+        saved = st.heap.saved
+        for s, rec in self.save_log[mark:]:
+            have = saved.get(s)
+            if have is not None and rec in have:
+                rest = tuple(r for r in have if r is not rec)
+                if rest:
+                    saved[s] = rest
+                else:
+                    del saved[s]
 
     # ------------------------------------------------------------------ names & refs
     def lookup(self, name: str, st: State, fr: Frame) -> Val:

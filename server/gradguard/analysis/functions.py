@@ -30,6 +30,7 @@ class Functions(Summaries):
     # local functions -------------------------------------------------------------------
     def call_func(self, fi: FuncInfo, pos: list[Val], kw: dict[str, Val], st: State, fr: Frame,
                   n: ast.AST | None) -> Val:
+        self.effects += 1
         if self.shared_recs:
             self.note_call(fi, fr.depth)
         if self.quiet:

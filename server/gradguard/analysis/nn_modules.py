@@ -375,6 +375,7 @@ class NNModules(Summaries):
 
     def call_obj(self, o: Obj, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State, fr: Frame,
                  in_seq: Obj | None) -> Val:
+        self.effects += 1
         if o.kind == "opaque":
             # An object we cannot see into (a model passed in as a parameter, self.agent set outside __init__):
             # calling it with grad on gives a tensor that may require grad and keeps its parameters.
@@ -462,6 +463,7 @@ class NNModules(Summaries):
 
     def instantiate(self, ci: ClassInfo, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State,
                     fr: Frame) -> Val:
+        self.effects += 1
         if self._is_function_class(ci):
             return UNKNOWN
         init = ci.find_method("__init__")

@@ -80,6 +80,8 @@ class OpInfo:
     train_kwarg_default: bool | None = None
     returns_tuple: bool = False
     output_requires_grad: bool = True  # False: the result never requires grad (zeros_like, argmax, new_empty)
+    # the result requires grad, but backward through it raises "not implemented" (binomial, floor_divide)
+    backward_not_implemented: bool = False
     n_outputs: int = 0  # for ops returning a tuple (max(dim): values, indices)
     grad_from: tuple[str, ...] | None = None  # the args whose grad the result inherits (None: all of them)
     # for callables returning a tuple: which elements are the saved output (max(dim): [1], the indices;
@@ -113,6 +115,7 @@ class OpInfo:
             train_kwarg_default=d.get("train_kwarg_default"),
             returns_tuple=bool(d.get("returns_tuple", False)),
             output_requires_grad=bool(d.get("output_requires_grad", True)),
+            backward_not_implemented=bool(d.get("backward_not_implemented", False)),
             n_outputs=int(d.get("n_outputs", 0)),
             grad_from=tuple(d["grad_from"]) if "grad_from" in d else None,
             saved_output_indices=tuple(int(i) for i in d.get("saved_output_indices") or ()),

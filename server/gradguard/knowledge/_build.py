@@ -94,6 +94,7 @@ def probe_spec(spec: Spec) -> dict[str, Any]:
     grad_out = False  # does any output require grad when an input does?
     grad_from: list[str] = []  # the inputs whose requiring grad makes an output require grad
     grad_idx: set[int] = set()  # which outputs of a tuple require grad (topk: the values, never the indices)
+    not_implemented = True  # every output that requires grad hangs on a NotImplemented node (binomial)
     for src in sources:
         r = E.run(spec, arg_names, {src})
         if r.error:
@@ -109,6 +110,8 @@ def probe_spec(spec: Spec) -> dict[str, Any]:
             grad_out = True
             grad_from.append(src)
             grad_idx |= {i for i, t in enumerate(E.flatten_tensors(r.output)) if t.requires_grad}
+            not_implemented &= all(type(t.grad_fn).__name__ == "NotImplemented"
+                                   for t in E.flatten_tensors(r.output) if t.requires_grad)
         for name in r.saved:
             saves.setdefault(name, []).append(src)
         if r.saved_outputs:
@@ -124,6 +127,10 @@ def probe_spec(spec: Spec) -> dict[str, Any]:
     elif grad_out and spec.kind != "module" and set(grad_from) != set(float_args) and "errors" not in entry:
         # expand_as(other), type_as(other): `other` gives a shape or a dtype, not a value the result depends on
         entry["grad_from"] = [a for a in grad_from if a in float_args]
+    if grad_out and not_implemented and "errors" not in entry:
+        # binomial, floor_divide: the result requires grad, but its backward raises "the derivative for ... is
+        # not implemented" before it reaches anything the inputs were computed from
+        entry["backward_not_implemented"] = True
     if spec.kind != "module" and len(float_args) >= 2:
         when_number = _number_variants(spec, arg_names, float_args, saves, saves_output)
         if when_number:

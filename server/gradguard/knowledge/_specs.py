@@ -346,6 +346,8 @@ def _fn_specs() -> list[Spec]:
         fn("torch.full_like", torch.full_like, _in(p46, 1.0), aten="full_like"),
         fn("torch.empty_like", torch.empty_like, _in(p46), aten="empty_like"),
         fn("torch.multinomial", torch.multinomial, _in(p46, 2), aten="multinomial"),
+        fn("torch.binomial", torch.binomial, _in(lambda: torch.full((4, 6), 5.0), p46), aten="binomial"),
+        fn("torch.poisson", torch.poisson, _in(p46), aten="poisson"),
     ]
     return out
 
