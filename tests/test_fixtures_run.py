@@ -29,6 +29,9 @@ INPLACE_ERRORS = (
     "A saved tensor pack hook is modifying its input in place",
     "If your Function modifies inplace an input that is a view of another Tensor",
     "Can't detach views in-place",
+    "a leaf Variable that requires grad has been used in an in-place operation",  # mark_dirty on a leaf
+    "which was created in no_grad mode",  # a view of a view made under no_grad
+    "Trying to use a saved tensor that has been detached in-place",
 )
 
 # Imports torch once, then forks a child per script: the child runs it as __main__ with its own stderr.

@@ -58,6 +58,7 @@ from gradguard.analysis.values import (
     fresh,
     join,
     known_str,
+    ordered,
 )
 from gradguard.knowledge import OpInfo
 from gradguard.knowledge import libraries as L
@@ -669,7 +670,9 @@ class Calls(AnalyzerCore):
                     self.report(Hazard("neg_slope", f, site or self.site(n), self.stmt_site(), display, tgt,
                                        related=related, extra=(*ex, ("slope", slope))))
                 self.mutate(mv, st, form=f, node=n, op=display, target=tgt, extra=ex, no_grad_op=info.no_grad,
-                            site=site, related=related, operands_rg=any_rg)
+                            site=site, related=related, operands_rg=any_rg,
+                            operands_yes=any(isinstance(v, T) and v.rg == YES and not v.maybe_tensor
+                                             for k, v in bound.items() if k != m))
                 if mutated is None:
                     mutated = mv
         out_t = self._out_kw(kw, n, st, display, info, bound) if isinstance(n, ast.Call) else None
@@ -712,6 +715,9 @@ class Calls(AnalyzerCore):
                 return T(base.storages, rg=NO, origin="detach")
             if st.no_grad and base.rg >= MAYBE:  # made under no_grad: that outranks being one of several outputs
                 view = "nograd"
+            elif st.no_grad and not st.silent and not base.maybe_tensor:
+                # (not on a path that runs only while autograd is off: what follows it runs so too)
+                view = "nograd_if"
             elif info.multi_output_view:
                 view = "multi"
             elif base.view in SPECIAL_VIEWS:
@@ -793,6 +799,12 @@ class Calls(AnalyzerCore):
                     sto.leaf = True
                     sto.desc = f"made a leaf with requires_grad_() ({sto.desc})" if sto.desc else \
                         "made a leaf with requires_grad_()"
+                for name, v in list(st.env.items()):
+                    # a view taken before (`b = a[:]; a.requires_grad = True`) is now a view of a leaf that requires
+                    # grad: torch reports b.requires_grad, and refuses in-place writes to it
+                    if isinstance(v, T) and v.view is not None and not v.leaf and v.storages \
+                            and v.storages <= t.storages:
+                        st.env[name] = v.with_(rg=YES, leaf=True)
             made = t.with_(rg=YES, leaf=leaf)
         if node is not None:
             self.rebind_expr(node, made, st, fr)  # `y.requires_grad_()` as a statement changes y
@@ -818,6 +830,19 @@ class Calls(AnalyzerCore):
                     self.report(Hazard("view_detach", "method", site, self.stmt_site(), "detach_",
                                        self.text(recv_node),
                                        extra=(("view_op", recv.view_op or "a view op"), ("call_span", site))))
+                elif not recv.maybe_tensor and not recv.leaf and not st.silent and recv_node is not None:
+                    # a tensor an op saved as an input (not its output): backward refuses it, "Trying to use a saved
+                    # tensor that has been detached in-place" (a leaf, a parameter, may be detached: it is saved
+                    # as itself)
+                    saved = st.heap.saved
+                    recs = tuple(r for s_ in ordered(recv.storages) for r in saved.get(s_, ())
+                                 if not r.what.startswith("its output"))
+                    if recs:
+                        site = self.site(n)
+                        self.report(Hazard("saved", "method", site, self.stmt_site(), "detach_", self.text(recv_node),
+                                           recs[:1], extra=(("receiver_span", self.site(recv_node)),
+                                                            ("call_span", site), ("out_of_place", "detach"),
+                                                            ("standalone", self._standalone(n)))))
                 return T(recv.storages, rg=NO, origin="detach")
             if name == "requires_grad_":
                 flag = pos[0] if pos else kw.get("requires_grad", Const(True))

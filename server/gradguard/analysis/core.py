@@ -261,8 +261,10 @@ class AnalyzerCore:
 
     def mutate(self, val: Val, st: State, *, form: str, node: ast.AST, op: str, target: str,
                extra: tuple[tuple[str, Any], ...] = (), no_grad_op: bool = False,
-               site: Site | None = None, related: tuple[tuple[Site, str], ...] = (), operands_rg: bool = False) -> None:
-        """An in-place write to ``val`` (``operands_rg``: another operand of the op may require grad)."""
+               site: Site | None = None, related: tuple[tuple[Site, str], ...] = (), operands_rg: bool = False,
+               operands_yes: bool = False) -> None:
+        """An in-place write to ``val`` (``operands_rg``: another operand of the op may require grad;
+        ``operands_yes``: one surely does, so the write makes ``val`` require grad)."""
         if not isinstance(val, T):
             return
         self.effects += 1
@@ -279,7 +281,8 @@ class AnalyzerCore:
         if self.inference_spans and not st.inference and not val.maybe_tensor and self.inference_tensor(val):
             self.report(Hazard("inference", form, site, stmt, op, target, related=related, extra=extra))
             return
-        if val.leaf and val.rg == YES and grad_on:
+        if val.leaf and val.rg == YES and grad_on and not (val.view == "multi" and not val.maybe_tensor):
+            # (one of several views of a leaf: torch names the multi-output view first, as below)
             origin = next((s.desc for s in ordered(val.storages) if s.leaf and s.desc), "")
             loop = self.param_loop(val, target)
             if loop is not None:
@@ -287,13 +290,16 @@ class AnalyzerCore:
             self.report(Hazard("leaf", form, site, stmt, op, target, related=related,
                                extra=(*extra, ("leaf_origin", origin), ("is_view", val.view is not None))))
             return
-        if val.view == "multi" and val.rg >= MAYBE and grad_on and not val.maybe_tensor:
+        if val.view == "multi" and grad_on and not val.maybe_tensor and (val.rg >= MAYBE or (
+                operands_yes and val.origin != "iteration")):
+            # (a write that makes one of several views require grad: for views the code made with split, unbind or
+            # chunk; iterating a value taken for a tensor may as well be iterating a tuple of them)
             self.report(Hazard("view_multi", form, site, stmt, op, target, related=related,
                                extra=(*extra, ("view_op", val.view_op))))
             return
-        if val.view == "nograd" and grad_on:
+        if (val.view == "nograd" or (val.view == "nograd_if" and (val.rg >= MAYBE or operands_yes))) and grad_on:
             self.report(Hazard("view_nograd", form, site, stmt, op, target, related=related,
-                               extra=(*extra, ("view_op", val.view_op))))
+                               extra=(*extra, ("view_op", val.view_op), ("base_rg", val.view == "nograd"))))
             return
         if val.view == "fnview" and grad_on and (val.rg >= MAYBE or operands_rg) and not val.maybe_tensor:
             self.report(Hazard("view_fn", form, site, stmt, op, target, related=related,
@@ -319,7 +325,9 @@ class AnalyzerCore:
         for s in val.storages:
             saved.pop(s, None)
         owners = frozenset(s.param_of for s in val.storages if s.param_of is not None)
-        if owners and not st.allow_mutation:  # under allow_mutation_on_saved_tensors torch keeps a copy
+        if owners and not st.allow_mutation:
+            # the module, and the parameter itself for a graph that saved it directly (`m.weight.mul(m.weight)`)
+            owners |= frozenset(s for s in val.storages if s.param_of is not None)  # under allow_mutation_on_saved_tensors torch keeps a copy
             st.heap.steps = (*st.heap.steps, self.step_event(owners, site, stmt, f"in-place update of `{target}`"))
 
     def save(self, val: Val, st: State, rec: SaveRecord) -> None:

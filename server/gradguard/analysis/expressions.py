@@ -341,7 +341,8 @@ class Expressions(AnalyzerCore):
                         if isinstance(ix, T) and not ix.maybe_tensor:
                             self.save(ix, st, rec)
                 return out
-            view = "nograd" if st.no_grad and base.rg >= MAYBE else (
+            view = ("nograd" if base.rg >= MAYBE else "nograd_if") \
+                if st.no_grad and not base.maybe_tensor and (base.rg >= MAYBE or not st.silent) else (
                 base.view if base.view in SPECIAL_VIEWS else "view")
             return T(base.storages, rg=NO if st.no_grad else base.rg, leaf=base.leaf, view=view,
                      view_op=base.view_op or "indexing", maybe_tensor=base.maybe_tensor, prov=base.prov,

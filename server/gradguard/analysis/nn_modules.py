@@ -570,6 +570,16 @@ class NNModules(Summaries):
                                        self.text(n.args[i]) if i < len(n.args) else "input",
                                        extra=(("outputs", n_out), ("arg_span", argsite))))
                     break
+        if rg and dirty and not st.silent:
+            # mark_dirty: the input is modified in place as the Function runs, with grad on: torch refuses a leaf that
+            # requires grad (or a view of one), one of several views, or a view made under no_grad
+            for i, v in enumerate(pos):
+                if isinstance(v, T) and v.storages & dirty_storages and not v.maybe_tensor and (
+                        (v.leaf and v.rg == YES) or v.view in ("multi", "nograd", "nograd_if")):
+                    self.mutate(v, st, form="apply", node=n, op=f"{display} (mark_dirty)",
+                                target=self.text(n.args[i]) if i < len(n.args) else "input", operands_yes=True,
+                                site=self.site(n.args[i]) if i < len(n.args) else None)
+                    break
         fn_view = f"{ci.name}.apply()"
 
         def fix(v: Val) -> Val:
@@ -578,7 +588,10 @@ class NNModules(Summaries):
                 # inside the custom Function: torch will not let it be modified in place with grad on
                 special = not v.maybe_tensor and not (v.storages & dirty_storages) and (
                     v.view is not None or bool(v.storages & inputs))
-                return v.with_(rg=rg, prov=prov, view="fnview" if special else None, leaf=False,
+                # (under no_grad it is a view made in no_grad mode, which torch names instead)
+                kind = ("nograd" if any(isinstance(p, T) and p.rg >= MAYBE for p in pos) else "nograd_if") \
+                    if st.no_grad else "fnview"
+                return v.with_(rg=rg, prov=prov, view=kind if special else None, leaf=False,
                                view_op=fn_view if special else "")
             if isinstance(v, Seq) and v.items is not None:
                 return Seq.of([fix(x) for x in v.items], v.kind)

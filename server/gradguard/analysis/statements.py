@@ -216,7 +216,8 @@ class Statements(AnalyzerCore):
                 info = self.kb.get("operator.setitem")
                 tgt = self.text(t.value)
                 extra = (("target_span", self.site(t)), ("base_span", self.site(t.value)))
-                self.mutate(base, st, form="setitem", node=t, op="item assignment", target=tgt, extra=extra)
+                self.mutate(base, st, form="setitem", node=t, op="item assignment", target=tgt, extra=extra,
+                            operands_yes=isinstance(v, T) and v.rg == YES and not v.maybe_tensor)
                 if info is not None and not st.no_grad:
                     rg = {"self": base.rg >= MAYBE, "value": isinstance(v, T) and v.rg >= MAYBE}
                     for a in info.saved_args(rg):

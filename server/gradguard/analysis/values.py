@@ -27,7 +27,10 @@ def next_id() -> int:
 NO, MAYBE, YES = 0, 1, 2  # requires-grad lattice
 # views that torch will not let be modified in place (with grad on): one of several outputs of one node, made under
 # no_grad, made inside (or returned as-is by) a custom autograd.Function; views of them inherit it
-SPECIAL_VIEWS = ("multi", "nograd", "fnview")
+# multi: one of several views (split, unbind); nograd: made under no_grad of a tensor requiring grad; nograd_if: made
+# under no_grad of one that did not (a write breaks once the view or another operand requires grad); fnview: returned
+# by a custom Function
+SPECIAL_VIEWS = ("multi", "nograd", "nograd_if", "fnview")
 
 
 class Storage:

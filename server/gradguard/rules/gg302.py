@@ -10,8 +10,11 @@ class InplaceOnSpecialView(Rule):
     why = """
 `q, k, v = x.chunk(3)`, `x.unbind(0)`, `x.split(n)` and `for row in x` return views produced by one autograd
 node with several outputs; autograd cannot rebase such a node when one view changes in place, so torch
-raises *Output 0 of UnbindBackward0 is a view and is being modified inplace* at the call. Likewise a view
-created under `no_grad` of a tensor that requires grad cannot be modified in place once grad mode is back on.
+raises *Output 0 of UnbindBackward0 is a view and is being modified inplace* at the call, also when only the
+write makes the view require grad (`row.copy_(pred[i])` into a buffer that did not). Likewise a view created under
+`no_grad` of a tensor that requires grad cannot be modified in place once grad mode is back on, nor can one of a
+tensor that did not, by a write whose operands require grad, nor a view of such a view. A custom Function's
+`mark_dirty` is such a write too: on one of several views it is refused the same way.
 
 A custom `autograd.Function` whose forward returns a view (`x.view_as(x)`, `buf.select(0, 0)`) or returns an
 input as-is gives a view that autograd cannot rebase either: its custom backward would be replaced, so torch
@@ -96,5 +99,8 @@ y.sum().backward()
             return (f"{h.op} marks `{h.target}` dirty, a view of another tensor, and returns {h.get('outputs')} "
                     f"tensors: a Function that modifies a view in place may return only one")
         if h.kind == "view_nograd":
+            if h.get("base_rg") is False:
+                return (f"{h.op} modifies `{h.target}` in place with grad on, but it is a view made under no_grad ({src}): "
+                        f"a write that makes such a view require grad is an error")
             return f"{h.op} modifies `{h.target}` in place, but it is a view made under no_grad ({src}) of a tensor that requires grad"
         return f"{h.op} modifies `{h.target}` in place, but it is one of several views returned by {src}"
