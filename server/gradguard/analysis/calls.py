@@ -70,17 +70,7 @@ MAYBE_ALIAS = ("reshape", "reshape_as", "flatten", "contiguous", "ravel")
 class Calls(AnalyzerCore):
     # ------------------------------------------------------------------ calls
     def e_Call(self, n: ast.Call, st: State, fr: Frame) -> Val:
-        mark, effects = len(self.save_log), self.effects
-        self.call_depth += 1
-        try:
-            out = self._call_expr(n, st, fr)
-            if self.cut_at is n:
-                self.cut(n, mark, effects, st)
-            return out
-        finally:
-            self.call_depth -= 1
-            if not self.call_depth:
-                self.save_log.clear()
+        return self.cutting(n, st, lambda: self._call_expr(n, st, fr))
 
     def _call_expr(self, n: ast.Call, st: State, fr: Frame) -> Val:
         if isinstance(n.func, ast.Attribute):

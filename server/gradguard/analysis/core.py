@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from gradguard.analysis.common import (
@@ -339,6 +339,21 @@ class AnalyzerCore:
             if len(have) < MAX_SAVES and rec not in have:
                 saved[s] = (*have, rec)
                 self.save_log.append((s, rec))
+
+    def cutting(self, n: ast.AST, st: State, run: Callable[[], Val]) -> Val:
+        """Evaluate the call or operator ``n`` (``run``); if its op cuts the graph, drop what its operands' ops saved
+        (see ``cut``). The save log lives while the outermost call or operator runs."""
+        mark, effects = len(self.save_log), self.effects
+        self.call_depth += 1
+        try:
+            out = run()
+            if self.cut_at is n:
+                self.cut(n, mark, effects, st)
+            return out
+        finally:
+            self.call_depth -= 1
+            if not self.call_depth:
+                self.save_log.clear()
 
     def cut(self, n: ast.AST, mark: int, effects: int, st: State) -> None:
         """``n``'s op cuts the graph (argmax, multinomial: the result never requires grad; binomial, ``//``:

@@ -279,19 +279,12 @@ class Expressions(AnalyzerCore):
         return UNKNOWN_NUM
 
     def e_BinOp(self, n: ast.BinOp, st: State, fr: Frame) -> Val:
-        mark, effects = len(self.save_log), self.effects
-        self.call_depth += 1  # (the save log lives while the outermost call or operator runs: see cut)
-        try:
+        def run() -> Val:
             a = self.ev(n.left, st, fr)
             b = self.ev(n.right, st, fr)
-            out = self.binop(a, b, n.op, n, st, fr)
-            if self.cut_at is n:  # `(x * w) // 2`
-                self.cut(n, mark, effects, st)
-            return out
-        finally:
-            self.call_depth -= 1
-            if not self.call_depth:
-                self.save_log.clear()
+            return self.binop(a, b, n.op, n, st, fr)
+
+        return self.cutting(n, st, run)  # `(x * w) // 2`
 
     def binop(self, a: Val, b: Val, op: ast.operator, n: ast.AST, st: State, fr: Frame) -> Val:
         def real(v: Val) -> bool:
