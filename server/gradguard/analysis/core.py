@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from gradguard.analysis.common import (
@@ -70,6 +71,7 @@ class AnalyzerCore:
         self.defaults_cache: dict[int, dict[str, Val]] = {}  # id(FuncInfo) -> its defaults (FuncInfos live on)
         self.entry: tuple[Site, Site] | None = None  # the checked file's call (site, statement) into another module
         self.recording: list[list[Any]] = []  # [marker, pure] of the calls being summarised, outermost first
+        self.call_chain: list[tuple[FuncInfo, Site, str]] = []  # calls being followed (callee, call, what it calls)
         self.backwards = 0  # backward() calls seen so far
         self.summaries: dict[Any, Any] = {}  # call context -> Summary (or NOT_SUMMARISED): see .summaries
         self.footprints: dict[Any, Any] = {}  # call context -> what its recorded run read and needed (.shared.Rec)
@@ -180,11 +182,19 @@ class AnalyzerCore:
         if self.quiet:
             return
         self.reported += 1
+        passed = self.passed_at(h)
+        if passed is not None:
+            h = replace(h, related=(*h.related, passed))
         if h.site.path and self.file:
             h = h.anchored(self.file)  # found in another module: name the checked file where it is referred to
+            if passed is not None:
+                passed = h.related[-1]
         k = h.key()
-        if k not in self.hazards:
+        got = self.hazards.get(k)
+        if got is None:
             self.hazards[k] = h
+        elif passed is not None and passed not in got.related:
+            self.hazards[k] = replace(got, related=(*got.related, passed))
         if self.entry_log is not None:
             self.entry_log.append(h)
 
@@ -228,6 +238,27 @@ class AnalyzerCore:
         if self.attr_logs and o.oid <= self.attr_logs[-1][0]:  # objects made inside the branch are its own
             self.attr_logs[-1][1].append((o, name, o.attrs.get(name)))
         o.attrs[name] = v
+
+    def passed_at(self, h: Hazard) -> tuple[Site, str] | None:
+        """A write inside a called function into a tensor that an op of a caller saved: the call that passed the
+        tensor in, outermost (where a `.clone()` of the argument fixes it)."""
+        if not h.saves or not self.call_chain or h.kind != "saved":
+            return None
+        r = h.saves[0]
+        hit: tuple[FuncInfo, Site, str] | None = None
+        for link in reversed(self.call_chain):
+            if _inside(r.site, link[0]):
+                break
+            hit = link
+        if hit is None:
+            return None
+        return hit[1], f"`{hit[2]}` is called here with a tensor that {r.op} saved"
+
+    def unsummarised(self) -> None:
+        """A call was cut short here (the depth limit, the budget for other modules' code): the calls in progress
+        gave what they gave at this depth and budget, which a call from elsewhere would not, so none is summarised."""
+        for rec in self.recording:
+            rec[1] = False
 
     def touched(self, o: Obj) -> None:
         """``o`` is written (an attribute, an entry, its training flag): a call in progress that did not create
@@ -554,3 +585,13 @@ class AnalyzerCore:
     def super_method(self, sup: Super, name: str, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State,
                      fr: Frame) -> Val:
         raise NotImplementedError
+
+
+def _inside(site: Site, fi: FuncInfo) -> bool:
+    """Is ``site`` in the body of ``fi``?"""
+    mod = fi.mod
+    path = "" if mod is None or mod.is_root else mod.path
+    if site.path != path and not (site.path and mod is not None and site.path == mod.path):
+        return False
+    node = fi.node
+    return node.lineno <= site.line <= (getattr(node, "end_lineno", None) or node.lineno)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from typing import Any
 
 from gradguard.analysis.common import (
     MAX_DEPTH,
@@ -13,6 +14,7 @@ from gradguard.analysis.common import (
 from gradguard.analysis.state import Heap, State
 from gradguard.analysis.summaries import Summaries, Summary
 from gradguard.analysis.values import (
+    NO,
     NONE,
     UNKNOWN,
     UNKNOWN_NUM,
@@ -21,6 +23,7 @@ from gradguard.analysis.values import (
     Seq,
     Storage,
     Val,
+    fresh,
     join_paths,
     next_id,
 )
@@ -38,11 +41,25 @@ class Functions(Summaries):
         if fi in self.active or fr.depth >= MAX_DEPTH:
             if self.shared_recs:
                 self.note_cut(fi, fr.depth >= MAX_DEPTH)
+            if fr.depth >= MAX_DEPTH:
+                self.unsummarised()
             return UNKNOWN
         key = self.call_key(fi, pos, kw, st)
         if not self.affordable(fi) and not isinstance(self.summaries.get(key), Summary):
+            self.unsummarised()
             return UNKNOWN
         place = self.place_of(fi) if fi.mod is not None and not fi.mod.is_root else None
+        if n is not None:
+            callee = self.text(n.func) if isinstance(n, ast.Call) else ""
+            self.call_chain.append((fi, self.site(n), callee or fi.qual))
+            try:
+                return self._follow(fi, key, pos, kw, st, fr, n, place)
+            finally:
+                self.call_chain.pop()
+        return self._follow(fi, key, pos, kw, st, fr, n, place)
+
+    def _follow(self, fi: FuncInfo, key: Any, pos: list[Val], kw: dict[str, Val], st: State, fr: Frame,
+                n: ast.AST | None, place: Any) -> Val:
         if self.entry is None and self.mod.is_root and fi.mod is not None and not fi.mod.is_root and n is not None:
             self.entry = (self.site(n), self.stmt_site())
             try:
@@ -85,6 +102,10 @@ class Functions(Summaries):
             else:
                 d = defaults.get(p.arg, UNKNOWN)
                 env[p.arg] = widen_default(d, p.annotation) if widen else d
+                if defaults_only and p.arg not in defaults:
+                    # the stand-in instance's constructor argument nobody showed: an unknown value that code may
+                    # use as an object (`self.qf = qf` ... `self.qf.parameters()`, `self.qf(obs)`: one object)
+                    env[p.arg] = fresh(p.arg, rg=NO, maybe_tensor=True)
         if a.vararg:
             rest = pos[i:]
             env[a.vararg.arg] = Seq.of(rest, "tuple")

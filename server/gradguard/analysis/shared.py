@@ -476,11 +476,7 @@ class SharedSummaries(AnalyzerCore):
                 or self.foreign_used + kept.need > self.foreign_limit or self.budget <= kept.stmts + 1
                 or any(self.place_of(fi) in kept.ran for fi in self.active)):
             return MISS
-        prov: frozenset[Any] = frozenset()
-        for v in [*pos, *kw.values()]:
-            if isinstance(v, T):
-                prov |= v.prov
-        un = Unpacker(self, shape, self.stamp, prov)
+        un = Unpacker(self, shape, self.stamp, args_prov(pos, kw))
         try:
             removed = [un.storage(x) for x in kept.removed]
             added = [(un.storage(x), recs) for x, recs in kept.added]
@@ -519,11 +515,7 @@ class SharedSummaries(AnalyzerCore):
             return
         if any(self.place_of(fi) in rec.ran for fi in self.active):
             return
-        arg_prov: frozenset[Any] = frozenset()
-        for v in [*pos, *kw.values()]:
-            if isinstance(v, T):
-                arg_prov |= v.prov
-        pk = Packer(shape, arg_prov, stamp, marker)
+        pk = Packer(shape, args_prov(pos, kw), stamp, marker)
         after = st.heap.saved
         try:
             added: list[tuple[Any, tuple[SaveRecord, ...]]] = []
@@ -610,3 +602,23 @@ class SharedSummaries(AnalyzerCore):
             r.ran |= fp.ran
             r.depth = max(r.depth, depth - r.start_depth + fp.depth)
             r.need = max(r.need, self.foreign_used - r.used + fp.need)
+
+
+def args_prov(pos: list[Val], kw: dict[str, Val]) -> frozenset[Any]:
+    """The provenance a call's arguments carry, tensors in lists and tuples included (``self.jk(xs)``): what a
+    replay puts in place of the recorded arguments'."""
+    out: set[Any] = set()
+
+    def walk(v: Val, depth: int) -> None:
+        if isinstance(v, T):
+            out.update(v.prov)
+        elif isinstance(v, Seq) and depth < 2:
+            for x in (v.items if v.items is not None else (v.elem,))[:16]:
+                walk(x, depth + 1)
+        elif isinstance(v, Alt) and depth < 2:  # a list built differently on two paths
+            for x in v.alts[:8]:
+                walk(x, depth)
+
+    for v in (*pos, *kw.values()):
+        walk(v, 0)
+    return frozenset(out)

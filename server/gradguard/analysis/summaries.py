@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gradguard.analysis.hazards import SaveRecord, Site
-from gradguard.analysis.shared import MISS, Rec, Shape, SharedSummaries
+from gradguard.analysis.shared import MISS, Rec, Shape, SharedSummaries, args_prov
 from gradguard.analysis.state import State, StepEvent
 from gradguard.analysis.values import (
     Alt,
@@ -68,7 +68,8 @@ class Summary:
     removed: tuple[Storage, ...]
     steps: tuple[StepEvent, ...]  # in-place parameter updates (init functions, manual SGD)
     result: Val  # a snapshot: objects and storages the call created are private copies
-    arg_prov: frozenset[Any]  # provenance the recorded call's arguments carried (replaced on replay)
+    arg_prov: frozenset[Any]  # (owner, stamp) of the provenance the recorded call's arguments carried (replaced on
+    # replay, whatever loop-carry tag the callee gave it)
 
 
 def marker() -> int:
@@ -327,10 +328,7 @@ class Summaries(SharedSummaries):
                 removed.append(s)
         # A private snapshot of what the call created: the caller goes on to change the originals.
         snap = Cloner(mark)
-        arg_prov: frozenset[Any] = frozenset()
-        for v in [*pos, *kw.values()]:
-            if isinstance(v, T):
-                arg_prov |= v.prov
+        arg_prov = frozenset((o, s_) for (o, s_, _c) in args_prov(pos, kw))
         return Summary(mark, stamp, self._arg_paths(pos, kw),
                        tuple((snap.storage(s), recs) for s, recs in added),
                        tuple(snap.storage(s) for s in removed),
@@ -359,11 +357,7 @@ class Summaries(SharedSummaries):
         if s.steps:
             st.heap.steps = (*st.heap.steps, *(c.step(e, self.stamp, self.entry if (e.inner or e.site).path else None)
                                                for e in s.steps))
-        prov: frozenset[Any] = frozenset()
-        for v in [*pos, *kw.values()]:
-            if isinstance(v, T):
-                prov |= v.prov
-        return self._with_prov(c.value(s.result), s, prov, 0)
+        return self._with_prov(c.value(s.result), s, args_prov(pos, kw), 0)
 
     def _with_prov(self, v: Val, s: Summary, prov: frozenset[Any], depth: int) -> Val:
         """The result's provenance: the replayed arguments' instead of the recorded ones', and the callee's own
@@ -372,10 +366,11 @@ class Summaries(SharedSummaries):
             if not v.prov:
                 return v
             inner = frozenset((o, self.stamp if stamp >= s.stamp else stamp, c) for (o, stamp, c) in v.prov
-                              if (o, stamp, c) not in s.arg_prov)
+                              if (o, stamp) not in s.arg_prov)
             return v.with_(prov=prov | inner)
         if isinstance(v, Seq) and depth < 4:
             if v.items is not None:
                 return v.remap(tuple(self._with_prov(x, s, prov, depth + 1) for x in v.items))
             return Seq(None, self._with_prov(v.elem, s, prov, depth + 1), v.kind)
         return v
+

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from typing import Any
 
 from gradguard.analysis.common import (
     is_true,
@@ -32,8 +33,12 @@ class Training(AnalyzerCore):
             if ev is None:
                 continue
             bw_stmt = self.stmt_site()
+            bw_inner: tuple[tuple[Any, str], ...] = ()
             if self.entry is not None and bw_stmt.path:
-                bw_stmt = self.entry[1]  # the backward runs inside another module's helper this file calls
+                # the backward runs inside another module's helper this file calls: reported at that call, and
+                # pointing at the backward itself
+                bw_inner = ((bw_stmt, "the backward runs here"),)
+                bw_stmt = self.entry[1]
             if carry is not None and (carry[3] in self.active_loops or (carry[3] == "attribute" and self.active_loops)):
                 csite, cname, vsite, _loop = carry
                 # The in-place op is the step; the fix (.detach()) goes where the state is carried.
@@ -50,7 +55,7 @@ class Training(AnalyzerCore):
                 inner = ((ev.inner, f"{ev.op} runs here"),) if ev.inner is not None else ()
                 self.report(Hazard("step", "step", ev.site, ev.stmt, ev.op, "",
                                    related=((bw_stmt, "this backward goes through the graph built before the step"),
-                                            *inner),
+                                            *inner, *bw_inner),
                                    extra=(("step_stmt_span", ev.stmt), ("backward_line", bw_stmt.line),
                                           ("backward_stmt_span", bw_stmt))))
             break

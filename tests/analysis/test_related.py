@@ -1,0 +1,70 @@
+"""Related locations that point at the fix: the call that passed a saved tensor into the function that writes it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+from gradguard.api import check_source
+
+SOURCE = textwrap.dedent("""
+    import torch
+    import torch.nn as nn
+
+
+    class PositionEmbedding(nn.Module):
+        def __init__(self, n):
+            super().__init__()
+            self.emb = nn.Parameter(torch.zeros(1, n))
+
+        def forward(self, data):
+            data += self.emb
+            return data
+
+
+    class Layer(nn.Module):
+        def __init__(self, n):
+            super().__init__()
+            self.pos = PositionEmbedding(n)
+            self.fc = nn.Linear(n, n)
+
+        def forward(self, data):
+            return self.fc(self.pos(data))
+
+
+    class Net(nn.Module):
+        def __init__(self, n):
+            super().__init__()
+            self.inp = nn.Linear(n, n)
+            self.layer = Layer(n)
+
+        def forward(self, x):
+            data = torch.relu(self.inp(x))
+            return self.layer(data)
+
+
+    Net(4)(torch.randn(2, 4)).sum().backward()
+""")
+
+
+def _line(text: str) -> int:
+    return next(i for i, ln in enumerate(SOURCE.splitlines(), 1) if ln.strip() == text)
+
+
+def test_write_in_a_callee_points_at_the_outermost_call_that_passed_the_saved_tensor() -> None:
+    run = subprocess.run([sys.executable, "-c", SOURCE], capture_output=True, text=True, timeout=120)
+    assert "modified by an inplace operation" in run.stderr  # torch agrees it breaks
+    found = [f for f in check_source(SOURCE, "net.py") if f.code == "GG101"]
+    assert [f.line for f in found] == [_line("data += self.emb")]
+    calls = [r for r in found[0].related if "is called here" in r.message]
+    # the write is two calls down from relu; the clone belongs where Net.forward hands `data` on
+    assert [(r.line, r.message) for r in calls] == [
+        (_line("return self.layer(data)"), "`self.layer` is called here with a tensor that relu saved")]
+
+
+def test_no_call_site_when_the_tensor_was_saved_in_the_same_function() -> None:
+    src = "import torch\nx = torch.randn(3, requires_grad=True)\ny = torch.relu(x * 2)\ny += 1\ny.sum().backward()\n"
+    found = check_source(src, "a.py")
+    assert [f.code for f in found] == ["GG101"]
+    assert not [r for r in found[0].related if "is called here" in r.message]
