@@ -160,6 +160,42 @@ CASES = [
         h = torch.sigmoid(x)
         build(inplace=True)(h).sum().backward()
     """, [], "clean"),
+    ("module_attribute_is_not_none_is_decided", """
+        import torch
+        import torch.nn as nn
+
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.norm = nn.LayerNorm(4)
+
+            def forward(self, x):
+                h = torch.sigmoid(x)
+                if self.norm is not None:
+                    h = self.norm(h)
+                h.mul_(2)
+                return h
+
+        Block()(torch.randn(2, 4, requires_grad=True)).sum().backward()
+    """, [], "clean"),
+    ("module_attribute_that_may_be_none_keeps_both_paths", """
+        import torch
+        import torch.nn as nn
+
+        class Block(nn.Module):
+            def __init__(self, use_norm=True):
+                super().__init__()
+                self.norm = nn.LayerNorm(4) if use_norm else None
+
+            def forward(self, x):
+                h = torch.sigmoid(x)
+                if self.norm is not None:
+                    h = self.norm(h)
+                h.mul_(2)
+                return h
+
+        Block(use_norm=False)(torch.randn(2, 4, requires_grad=True)).sum().backward()
+    """, ["GG101"], "error"),
 ]
 
 

@@ -721,11 +721,15 @@ class Calls(AnalyzerCore):
             if info.multi_output_view:
                 return Seq(None, vt, "tuple")
             res = vt
-        elif info.returns_tuple and info.n_outputs and info.kind != "module" and not only_maybe:
-            # max(dim), sort, topk: separate outputs, of which backward reads some (the indices)
+        elif info.returns_tuple and info.n_outputs and not only_maybe and (
+                info.kind != "module" or info.saved_output_indices):
+            # max(dim), sort, topk: separate outputs, of which backward reads some (the indices); LSTM: the output
+            # sequence, which its backward reads, and the final state (itself a tuple, `(h, c)`)
             grad_idx = info.grad_output_indices  # topk, sort, max(dim): the indices never require grad
+            nested = info.kind == "module"
             outs = [T(frozenset({Storage(f"{display}[{i}]")}), rg=out_rg if not grad_idx or i in grad_idx else NO,
-                      prov=prov, origin=display)
+                      prov=prov, origin=display,
+                      maybe_tuple=nested and i not in (info.saved_output_indices or ()))
                     for i in range(info.n_outputs)]
             if grad_on and any_rg and info.saves_output and info.output_saved(rgmap):
                 for i in (info.saved_output_indices or range(info.n_outputs)):

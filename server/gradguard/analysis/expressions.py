@@ -49,6 +49,7 @@ from gradguard.analysis.values import (
     formula_of,
     fresh,
     join,
+    join_paths,
     known_str,
     ordered,
     owner_key,
@@ -168,8 +169,8 @@ class Expressions(AnalyzerCore):
             return self.ev(n.body, st, fr)
         if is_false(test):
             return self.ev(n.orelse, st, fr)
-        return join(self.ev_branch(n.body, st, fr, recording_allows(test, True)),
-                    self.ev_branch(n.orelse, st, fr, recording_allows(test, False)))
+        return join_paths(self.ev_branch(n.body, st, fr, recording_allows(test, True)),
+                          self.ev_branch(n.orelse, st, fr, recording_allows(test, False)))
 
     def ev_branch(self, node: ast.expr, st: State, fr: Frame, recording: bool) -> Val:
         """An arm of a conditional expression; without autograd when its condition says so."""
@@ -218,6 +219,11 @@ class Expressions(AnalyzerCore):
             self.ev_nograd(n.left.value, st, fr)
             return Cond(formula="rg" if isinstance(n.ops[0], ast.IsNot) else ("not", "rg"))
         vals = [self.ev_nograd(n.left, st, fr), *(self.ev_nograd(c, st, fr) for c in n.comparators)]
+        if len(n.ops) == 1 and isinstance(n.ops[0], (ast.Is, ast.IsNot)) and any(
+                isinstance(c, ast.Constant) and c.value is None for c in (n.left, n.comparators[0])):
+            other = vals[1] if isinstance(n.left, ast.Constant) else vals[0]
+            if _surely_not_none(other):
+                return Const(isinstance(n.ops[0], ast.IsNot))  # `self.norm is not None` with a module there
         if len(n.ops) == 1 and isinstance(n.ops[0], (ast.In, ast.NotIn)) and isinstance(vals[1], Seq) \
                 and (ents := vals[1].entries()) is not None and (name := known_str(vals[0])) is not None:
             return Const((name in ents) == isinstance(n.ops[0], ast.In))  # `"inplace" in kwargs`
@@ -376,7 +382,10 @@ class Expressions(AnalyzerCore):
                     return ents.items[idx.value]
                 except IndexError:
                     pass
-            return seq_elem(ents)
+            got = seq_elem(ents)
+            return self.opaque_child(base, "[]") if got is UNKNOWN else got  # a module we cannot see
+        if isinstance(base, Obj) and base.kind == "opaque" and base.cfg.get("data") is None:
+            return self.opaque_child(base, "[]")  # `self.model[-1]` of a model we cannot see into: a module of it
         return UNKNOWN
 
     def _advanced_index(self, sl: ast.expr, idx: Val) -> bool:
@@ -415,12 +424,20 @@ class Expressions(AnalyzerCore):
     def e_Attribute(self, n: ast.Attribute, st: State, fr: Frame) -> Val:
         base = self.ev(n.value, st, fr)
         v = self.getattr(base, n.attr, n, st)
+        if v is UNKNOWN and isinstance(base, Obj) and base.kind == "local" and base.info is not None \
+                and not n.attr.startswith("__") and n.attr not in MODULE_API and self.module_like(base.info):
+            # a module's attribute that __init__ set to something we cannot see (`self.model, self.save =
+            # parse_model(...)`): an object, the same one on every read, that the code may use as a module
+            return self.opaque_child(base, n.attr)
         if n.attr == "indices" and isinstance(base, Seq):
             return self.kept_output(n.value, v, st)
         if isinstance(v, Method) and not n.attr.startswith("__"):
             # An attribute read, not a call: `model.reward_model` of an object we cannot see into is another such
             # object; `self.agent` set outside __init__ too; `dist.mean` of a call's tensor-like result is a tensor.
             recv = v.recv
+            if isinstance(recv, Obj) and recv.kind == "opaque" and n.attr in ("weight", "bias") \
+                    and recv.cfg.get("data") is None:
+                return self.module_param(recv, n.attr)  # `.weight` / `.bias` of a module we cannot see into
             if isinstance(recv, Obj) and (recv.kind == "opaque" or (
                     recv.kind == "local" and n.attr not in MODULE_API and not n.attr.startswith("_"))):
                 return self.opaque_child(recv, n.attr)
@@ -579,7 +596,10 @@ class Expressions(AnalyzerCore):
         if isinstance(v, (Seq, Alt)):
             return seq_elem(v)
         if isinstance(v, Obj) and v.kind in ("sequential", "modulelist", "moduledict"):
-            return seq_elem(v.entries)
+            got = seq_elem(v.entries)
+            return self.opaque_child(v, "[]") if got is UNKNOWN else got
+        if isinstance(v, Obj) and v.kind == "opaque" and v.cfg.get("data") is None:
+            return self.opaque_child(v, "[]")  # `for mi in m.m`: the modules of a container we cannot see into
         if isinstance(v, Params):
             return self.params_elem(v)
         return UNKNOWN
@@ -614,3 +634,15 @@ def _plain_operand(node: ast.expr) -> bool:
         got = all(isinstance(x, _PLAIN) for x in ast.walk(node))
         node._gg_plain = got  # type: ignore[attr-defined]  # cached on the tree, which it describes
     return got
+
+
+def _surely_not_none(v: Val) -> bool:
+    """A value that is an object here whatever the unknowns are: a module or instance the code built, a function,
+    a class (not an unknown value used as an object, which may be None)."""
+    if isinstance(v, Obj):
+        return v.kind != "opaque" and not v.maybe_none
+    if isinstance(v, (Func, ClassV, Bound, Params)):
+        return True
+    if isinstance(v, Choice):
+        return all(isinstance(a, (Func, Bound)) or _surely_not_none(a) for a in v.alts)
+    return False

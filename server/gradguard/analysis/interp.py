@@ -53,6 +53,7 @@ from gradguard.analysis.values import (
     NO,
     UNKNOWN,
     UNKNOWN_NUM,
+    ClassInfo,
     ClassV,
     Const,
     FuncInfo,
@@ -371,8 +372,9 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         args = node.args
         params = [*args.posonlyargs, *args.args]
         defaults = self._defaults(fi)
+        params_first = ""
         if fi.cls is not None and not fi.is_static and params:
-            first = params[0].arg
+            first = params_first = params[0].arg
             if fi.is_classmethod:
                 env[first] = ClassV(fi.cls)
             elif self._is_function_class(fi.cls):
@@ -413,15 +415,44 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         no_grad = fi.no_grad or self.ng_only(fi) or (
             fi.cls is not None and self._is_function_class(fi.cls)
             and node.name in ("forward", "backward", "setup_context", "jvp", "vjp"))
-        st = State(env, Heap(), no_grad=no_grad, allow_mutation=self.am_only(fi))
-        fr = Frame(fi, STANDALONE_DEPTH, self_obj)
-        self.active.append(fi)
-        try:
-            self.exec_block(node.body, st, fr)
-            if tensor_params and node.name == "forward":
-                self._fed_back(fi, env, fr, no_grad)
-        finally:
-            self.active.pop()
+        selves: list[Val | None] = [self_obj]
+        if self_obj is not None and fi.cls is not None:
+            # a base class's method that calls hooks its subclasses fill in (`o, c, h = self.forward_cell(x, h)`,
+            # which raises NotImplementedError in the base): it runs again on each such subclass's instance
+            selves += [self.default_instance(sub) for sub in self._template_subclasses(fi)]
+        for me in selves:
+            if me is not self_obj and me is not None:
+                env = {**env, params_first: me}
+            st = State(dict(env), Heap(), no_grad=no_grad, allow_mutation=self.am_only(fi))
+            fr = Frame(fi, STANDALONE_DEPTH, me)
+            self.active.append(fi)
+            try:
+                self.exec_block(node.body, st, fr)
+                if tensor_params and node.name == "forward":
+                    self._fed_back(fi, env, fr, no_grad)
+            finally:
+                self.active.pop()
+
+    def _template_subclasses(self, fi: FuncInfo) -> list[ClassInfo]:
+        """This file's subclasses of ``fi``'s class that inherit ``fi`` and override a method it calls on ``self``
+        (at most three)."""
+        base = fi.cls
+        node = fi.node
+        if base is None or isinstance(node, ast.Lambda) or node.name == "__init__":
+            return []
+        hooks = {x.func.attr for x in ast.walk(node) if isinstance(x, ast.Call) and isinstance(x.func, ast.Attribute)
+                 and isinstance(x.func.value, ast.Name) and x.func.value.id == "self"}
+        if not hooks:
+            return []
+        out = []
+        for c in self.classes:
+            if c is base or c.mod is not base.mod or base not in c.mro() or c.find_method(node.name) is not fi:
+                continue
+            if any(c.find_method(h) is not base.find_method(h) for h in hooks):
+                out.append(c)
+                if len(out) == 3:
+                    break
+        return out
 
     def _fed_back(self, fi: FuncInfo, env: dict[str, Val], fr: Frame, no_grad: bool) -> None:
         """A recurrent step: ``forward(x, memory=None)`` reads its state from a parameter (``Si, Zi = memory``,

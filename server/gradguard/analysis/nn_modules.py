@@ -296,7 +296,8 @@ class NNModules(Summaries):
         c = parent.attrs.get(name)
         if isinstance(c, Obj):
             return c
-        c = Obj("opaque", f"{parent.qual}.{name}" if parent.qual else name)
+        qual = parent.qual + "[i]" if name == "[]" else f"{parent.qual}.{name}" if parent.qual else name
+        c = Obj("opaque", qual)
         c.training = parent.training
         c.cfg["parent"] = parent  # type: ignore[assignment]
         if parent.cfg.get("data") is not None or (parent.kind == "local" and parent.info is not None
@@ -384,6 +385,10 @@ class NNModules(Summaries):
             out = self.new_tensor(tensors, st, o.qual or "module", min_rg=NO if data else MAYBE)
             if data:
                 return out.with_(maybe_tuple=True)
+            if not pos and not kw and o.cfg.get("parent") is not None:
+                # a method of an unknown object called with nothing (`arr.copy()`, `obj.get_state()`): what it
+                # gives may not be a tensor at all (a NumPy array, a number)
+                return out.with_(maybe_tuple=True, maybe_tensor=True, rg=NO)
             if st.no_grad:
                 return out.with_(maybe_tuple=True)
             owners: list[Any] = []

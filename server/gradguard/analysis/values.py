@@ -301,6 +301,7 @@ class Obj(Val):
         "inplace",
         "kind",
         "kw_site",
+        "maybe_none",
         "oid",
         "params",
         "positional",
@@ -322,6 +323,7 @@ class Obj(Val):
         self.training: bool | None = None  # None: unknown (default: training)
         self.params: dict[str, T] = {}
         self.cfg: dict[str, Val] = {}
+        self.maybe_none = False  # joined with None or an unknown somewhere (`self.bn = BN() if bn else None`)
 
     def __repr__(self) -> str:  # pragma: no cover
         return f"<Obj {self.kind} {self.qual or (self.info.name if self.info else '')}>"
@@ -331,6 +333,7 @@ def copy_contents(c: Obj, o: Obj, value: Any, tensor: Any) -> None:
     """Give ``c`` (a copy of ``o``) ``o``'s flags and its contents passed through ``value`` and ``tensor`` (the
     copies that summaries, and calls kept for the project, make of what a call created)."""
     c.ctor, c.kw_site, c.positional, c.inplace, c.training = o.ctor, o.kw_site, o.positional, o.inplace, o.training
+    c.maybe_none = o.maybe_none
     c.attrs = {k: value(v) for k, v in o.attrs.items()}
     c.params = {k: tensor(p) for k, p in o.params.items()}
     c.cfg = {k: value(v) for k, v in o.cfg.items()}
@@ -378,11 +381,12 @@ def choice(vals: list[Val]) -> Val:
     alts: list[Val] = []
     for v in vals:
         for x in (v.alts if isinstance(v, Choice) else (v,)):
-            if not any(x is y for y in alts):
+            if not any(x is y or (isinstance(x, Bound) and isinstance(y, Bound) and x.func is y.func
+                                  and x.obj is y.obj) for y in alts):
                 alts.append(x)
     if len(alts) == 1:
         return alts[0]
-    if 1 < len(alts) <= MAX_CHOICE and all(_instances(x) is not None or isinstance(x, (Bound, Method)) for x in alts) \
+    if 1 < len(alts) <= MAX_CHOICE and all(_instances(x) is not None or isinstance(x, (Bound, Method, Func)) for x in alts) \
             and len({id(x.info) if isinstance(x, Obj) else id(x) for x in alts}) > 1:
         return Choice(tuple(alts))
     if all(_instances(x) is not None for x in alts):
@@ -468,7 +472,13 @@ def join(a: Val, b: Val) -> Val:
     if isinstance(a, Params) and isinstance(b, Params):
         return Params(a.owners | b.owners)
     if isinstance(a, (Obj, Choice)) or isinstance(b, (Obj, Choice)):
-        return a if isinstance(a, (Obj, Choice)) else b
+        keep, other = (a, b) if isinstance(a, (Obj, Choice)) else (b, a)
+        if not isinstance(other, (Obj, Choice)):
+            # the other path's None (or unknown): `is None` on it stays undecided
+            for o in (keep.alts if isinstance(keep, Choice) else (keep,)):
+                if isinstance(o, Obj):
+                    o.maybe_none = True
+        return keep
     if a is UNKNOWN:
         return b
     if b is UNKNOWN:
@@ -484,7 +494,18 @@ def join_paths(a: Val, b: Val) -> Val:
     ia, ib = _instances(a), _instances(b)
     if ia is not None and ib is not None:
         return choice([*ia, *ib])
+    ca, cb = _callables(a), _callables(b)
+    if ca is not None and cb is not None:
+        return choice([*ca, *cb])  # `fn = self._gconv if gc else self._fc`: either may run
     return join(a, b)
+
+
+def _callables(v: Val) -> tuple[Val, ...] | None:
+    if isinstance(v, Choice) and all(isinstance(x, (Bound, Func)) for x in v.alts):
+        return v.alts
+    if isinstance(v, (Bound, Func)):
+        return (v,)
+    return None
 
 
 def seq_elem(v: Val) -> Val:

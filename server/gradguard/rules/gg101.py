@@ -8,6 +8,8 @@ def _target_phrase(h: Hazard) -> str:
         return "a tensor saved for backward"
     if r.what == "its output":
         return f"the output of {r.op} ({at(r.site, h)}), which {r.op} saved for backward"
+    if r.what.startswith("its output ["):  # one of several outputs: `o, (h, c) = lstm(x)`
+        return f"output {r.what[12:-1]} of {r.op} ({at(r.site, h)}), which {r.op} saved for backward"
     return f"a tensor that {r.op} ({at(r.site, h)}) saved for backward"
 
 

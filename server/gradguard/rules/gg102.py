@@ -83,4 +83,7 @@ h.sum().backward()
             return f"{h.op} overwrites a tensor saved for backward"
         if r.what == "its output":
             return f"{h.op} overwrites the output of {r.op} ({at(r.site, h)}), which {r.op} saved for backward"
+        if r.what.startswith("its output ["):
+            return (f"{h.op} overwrites output {r.what[12:-1]} of {r.op} ({at(r.site, h)}), which {r.op} saved for "
+                    f"backward")
         return f"{h.op} overwrites `{h.target}`, which {r.op} ({at(r.site, h)}) saved for backward"
