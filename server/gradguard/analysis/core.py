@@ -70,7 +70,7 @@ class AnalyzerCore:
         self.carry_use: dict[Site, tuple[Site, str]] = {}  # carried value (its assignment) -> first op using it
         self.defaults_cache: dict[int, dict[str, Val]] = {}  # id(FuncInfo) -> its defaults (FuncInfos live on)
         self.entry: tuple[Site, Site] | None = None  # the checked file's call (site, statement) into another module
-        self.recording: list[list[Any]] = []  # [marker, pure] of the calls being summarised, outermost first
+        self.recording: list[list[Any]] = []  # [marker, pure, cut] of the calls being summarised, outermost first
         self.call_chain: list[tuple[FuncInfo, Site, str]] = []  # calls being followed (callee, call, what it calls)
         self.backwards = 0  # backward() calls seen so far
         self.summaries: dict[Any, Any] = {}  # call context -> Summary (or NOT_SUMMARISED): see .summaries
@@ -255,10 +255,17 @@ class AnalyzerCore:
         return hit[1], f"`{hit[2]}` is called here with a tensor that {r.op} saved"
 
     def unsummarised(self) -> None:
-        """A call was cut short here (the depth limit, the budget for other modules' code): the calls in progress
-        gave what they gave at this depth and budget, which a call from elsewhere would not, so none is summarised."""
+        """A call was cut short here by the budget for other modules' code: the calls in progress gave what they gave
+        with what was left of it, which a call from elsewhere would not, so none is summarised."""
         for rec in self.recording:
             rec[1] = False
+
+    def cut_at_depth(self) -> None:
+        """A call was cut short here by the depth limit: the calls in progress gave what they gave at their depth,
+        so each one's summary serves calls at that depth or deeper (which would be cut at least as early), not
+        shallower ones."""
+        for rec in self.recording:
+            rec[2] = True
 
     def touched(self, o: Obj) -> None:
         """``o`` is written (an attribute, an entry, its training flag): a call in progress that did not create

@@ -42,7 +42,7 @@ class Functions(Summaries):
             if self.shared_recs:
                 self.note_cut(fi, fr.depth >= MAX_DEPTH)
             if fr.depth >= MAX_DEPTH:
-                self.unsummarised()
+                self.cut_at_depth()
             return UNKNOWN
         key = self.call_key(fi, pos, kw, st)
         if not self.affordable(fi) and not isinstance(self.summaries.get(key), Summary):

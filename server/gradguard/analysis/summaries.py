@@ -21,7 +21,7 @@ to an object it did not create (``self.h = ...``, ``.eval()``), or calls ``backw
 from __future__ import annotations
 
 from collections.abc import Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from gradguard.analysis.hazards import SaveRecord, Site
@@ -70,6 +70,7 @@ class Summary:
     result: Val  # a snapshot: objects and storages the call created are private copies
     arg_prov: frozenset[Any]  # (owner, stamp) of the provenance the recorded call's arguments carried (replaced on
     # replay, whatever loop-carry tag the callee gave it)
+    min_depth: int = 0  # a call inside hit the depth limit: the summary serves calls from this depth or deeper
 
 
 def marker() -> int:
@@ -243,6 +244,8 @@ class Summaries(SharedSummaries):
         ``place``: the callee is another module's (its place, see :mod:`.shared`), called at frame ``depth``: the
         project's kept calls are tried before running it, and the run is kept for the other analyses."""
         known = self.summaries.get(key) if key is not None else None
+        if isinstance(known, Summary) and depth < known.min_depth:
+            known = None  # recorded deeper, where the depth limit cut it shorter than a call from here is
         if isinstance(known, Summary):
             self.reuse(("summary", key))
             if self.shared_recs:
@@ -263,7 +266,7 @@ class Summaries(SharedSummaries):
                    shared: tuple[Hashable, Shape] | None = None, depth: int = 0, place: Any = None) -> Val:
         mark, stamp, backwards = marker(), self.stamp, self.backwards
         before, steps = dict(st.heap.saved), st.heap.steps
-        rec: list[Any] = [mark, True]
+        rec: list[Any] = [mark, True, False]
         self.recording.append(rec)
         fp = Rec(depth, self.foreign_used, self.budget, len(self.active))  # what the run reads and needs (see .shared)
         if place is not None:
@@ -278,6 +281,8 @@ class Summaries(SharedSummaries):
         summary = None
         if rec[1] and self.backwards == backwards:
             summary = self.record(mark, stamp, pos, kw, before, steps, st, res)
+            if summary is not None and rec[2]:
+                summary = replace(summary, min_depth=depth)
         self.summaries[key] = summary if summary is not None else NOT_SUMMARISED
         if summary is not None:
             self.footprints[key] = fp
