@@ -94,9 +94,13 @@ class Cloner:
     the call being replayed (they were not created by the call, so they are otherwise kept as they are).
     """
 
-    def __init__(self, marker: int, args: dict[Storage, Storage] | None = None):
+    def __init__(self, marker: int, args: dict[Storage, Storage] | None = None,
+                 restamp: tuple[frozenset[Any], frozenset[Any], int, int] | None = None):
         self.marker = marker
         self.args = args or {}
+        # on replay: (the recorded arguments' (owner, stamp) pairs, the replayed arguments' provenance, now, when the
+        # recorded call began): tensors the call left in objects get the same provenance a result gets
+        self.restamp = restamp
         self.smap: dict[Storage, Storage] = {}
         self.omap: dict[Obj, Obj] = {}
 
@@ -133,7 +137,12 @@ class Cloner:
         storages = frozenset(self.storage(s) for s in t.storages)
         if not t.prov:
             return t.with_(storages=storages)
-        return t.with_(storages=storages, prov=frozenset((self.owner(o), st, c) for (o, st, c) in t.prov))
+        prov = t.prov
+        if self.restamp is not None:
+            recorded, current, now, began = self.restamp
+            kept = frozenset((o, now if st >= began else st, c) for (o, st, c) in prov if (o, st) not in recorded)
+            prov = kept | current if len(kept) < len(prov) else kept
+        return t.with_(storages=storages, prov=frozenset((self.owner(o), st, c) for (o, st, c) in prov))
 
     def value(self, v: Val, depth: int = 0) -> Val:
         if isinstance(v, T):
@@ -352,7 +361,8 @@ class Summaries(SharedSummaries):
     # ------------------------------------------------------------------ replay
     def replay(self, s: Summary, pos: list[Val], kw: dict[str, Val], st: State) -> Val:
         now = {p: x for x, p in self._arg_paths(pos, kw).items()}
-        c = Cloner(s.marker, {x: now[p] for x, p in s.paths.items() if p in now})
+        cur = args_prov(pos, kw)
+        c = Cloner(s.marker, {x: now[p] for x, p in s.paths.items() if p in now}, (s.arg_prov, cur, self.stamp, s.stamp))
         saved = st.heap.saved
         for x in s.removed:
             saved.pop(c.storage(x), None)
@@ -362,7 +372,7 @@ class Summaries(SharedSummaries):
         if s.steps:
             st.heap.steps = (*st.heap.steps, *(c.step(e, self.stamp, self.entry if (e.inner or e.site).path else None)
                                                for e in s.steps))
-        return self._with_prov(c.value(s.result), s, args_prov(pos, kw), 0)
+        return self._with_prov(c.value(s.result), s, cur, 0)
 
     def _with_prov(self, v: Val, s: Summary, prov: frozenset[Any], depth: int) -> Val:
         """The result's provenance: the replayed arguments' instead of the recorded ones', and the callee's own
