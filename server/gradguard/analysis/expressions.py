@@ -65,6 +65,9 @@ MODULE_API = frozenset({
     "float", "double", "bfloat16", "type", "get_submodule", "get_parameter", "register_forward_hook",
     "register_forward_pre_hook", "register_full_backward_hook", "extra_repr", "share_memory", "xpu", "ipu",
 })
+_CONTAINERS = frozenset({"sequential", "modulelist", "moduledict"})
+_CONTAINER_API = frozenset({"append", "extend", "insert", "pop", "index", "count", "keys", "values", "items", "update",
+                            "clear", "copy", "get", "setdefault"})
 # tensor methods code reads as values without calling them (bound methods passed on): not properties
 TENSOR_METHOD_VALUES = frozenset({"size", "dim", "numel", "item", "tolist", "backward", "register_hook"})
 # attributes of what a model or distribution returns that are tensors computed from it
@@ -424,10 +427,13 @@ class Expressions(AnalyzerCore):
     def e_Attribute(self, n: ast.Attribute, st: State, fr: Frame) -> Val:
         base = self.ev(n.value, st, fr)
         v = self.getattr(base, n.attr, n, st)
-        if v is UNKNOWN and isinstance(base, Obj) and base.kind == "local" and base.info is not None \
-                and not n.attr.startswith("__") and n.attr not in MODULE_API and self.module_like(base.info):
+        if isinstance(base, Obj) and not n.attr.startswith("__") and n.attr not in MODULE_API and (
+                (v is UNKNOWN and base.kind == "local" and base.info is not None and self.module_like(base.info))
+                or (isinstance(v, (Method, UnknownT)) and base.kind in _CONTAINERS and not n.attr.startswith("_")
+                    and n.attr not in _CONTAINER_API)):
             # a module's attribute that __init__ set to something we cannot see (`self.model, self.save =
-            # parse_model(...)`): an object, the same one on every read, that the code may use as a module
+            # parse_model(...)`), or one a container does not have (`self.model[-1].m`, where the last layer may
+            # be a module a factory built): an object, the same one on every read, that the code may use as a module
             return self.opaque_child(base, n.attr)
         if n.attr == "indices" and isinstance(base, Seq):
             return self.kept_output(n.value, v, st)
