@@ -95,11 +95,13 @@ class Cloner:
     """
 
     def __init__(self, marker: int, args: dict[Storage, Storage] | None = None,
-                 restamp: tuple[frozenset[Any], frozenset[Any], int, int] | None = None):
+                 restamp: tuple[frozenset[Any], int, int] | None = None):
         self.marker = marker
         self.args = args or {}
-        # on replay: (the recorded arguments' (owner, stamp) pairs, the replayed arguments' provenance, now, when the
-        # recorded call began): tensors the call left in objects get the same provenance a result gets
+        # on replay: (the recorded arguments' (owner, stamp) pairs, now, when the recorded call began): tensors the
+        # call left in objects lose the recorded arguments' provenance and are stamped now. (They do not take the
+        # replayed arguments' in its place, as a result does: added to every tensor of every object a replay copies,
+        # provenance sets grow with each replay, and timm's coat.py took minutes.)
         self.restamp = restamp
         self.smap: dict[Storage, Storage] = {}
         self.omap: dict[Obj, Obj] = {}
@@ -139,9 +141,8 @@ class Cloner:
             return t.with_(storages=storages)
         prov = t.prov
         if self.restamp is not None:
-            recorded, current, now, began = self.restamp
-            kept = frozenset((o, now if st >= began else st, c) for (o, st, c) in prov if (o, st) not in recorded)
-            prov = kept | current if len(kept) < len(prov) else kept
+            recorded, now, began = self.restamp
+            prov = frozenset((o, now if st >= began else st, c) for (o, st, c) in prov if (o, st) not in recorded)
         return t.with_(storages=storages, prov=frozenset((self.owner(o), st, c) for (o, st, c) in prov))
 
     def value(self, v: Val, depth: int = 0) -> Val:
@@ -362,7 +363,7 @@ class Summaries(SharedSummaries):
     def replay(self, s: Summary, pos: list[Val], kw: dict[str, Val], st: State) -> Val:
         now = {p: x for x, p in self._arg_paths(pos, kw).items()}
         cur = args_prov(pos, kw)
-        c = Cloner(s.marker, {x: now[p] for x, p in s.paths.items() if p in now}, (s.arg_prov, cur, self.stamp, s.stamp))
+        c = Cloner(s.marker, {x: now[p] for x, p in s.paths.items() if p in now}, (s.arg_prov, self.stamp, s.stamp))
         saved = st.heap.saved
         for x in s.removed:
             saved.pop(c.storage(x), None)
