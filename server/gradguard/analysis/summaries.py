@@ -103,6 +103,7 @@ class Cloner:
         # replayed arguments' in its place, as a result does: added to every tensor of every object a replay copies,
         # provenance sets grow with each replay, and timm's coat.py took minutes.)
         self.restamp = restamp
+        self.in_obj = 0  # copying an object's contents (the result itself gets its provenance in Summaries.replay)
         self.smap: dict[Storage, Storage] = {}
         self.omap: dict[Obj, Obj] = {}
 
@@ -132,7 +133,11 @@ class Cloner:
             return c
         c = Obj(o.kind, o.qual, o.info)
         self.omap[o] = c
-        copy_contents(c, o, self.value, self.tensor)
+        self.in_obj += 1
+        try:
+            copy_contents(c, o, self.value, self.tensor)
+        finally:
+            self.in_obj -= 1
         return c
 
     def tensor(self, t: T) -> T:
@@ -140,7 +145,7 @@ class Cloner:
         if not t.prov:
             return t.with_(storages=storages)
         prov = t.prov
-        if self.restamp is not None:
+        if self.restamp is not None and self.in_obj:
             recorded, now, began = self.restamp
             prov = frozenset((o, now if st >= began else st, c) for (o, st, c) in prov if (o, st) not in recorded)
         return t.with_(storages=storages, prov=frozenset((self.owner(o), st, c) for (o, st, c) in prov))
