@@ -10,7 +10,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import ClassVar
 
-from gradguard.analysis.hazards import Hazard, Site
+from gradguard.analysis.hazards import Hazard, SaveRecord, Site
 from gradguard.model import Finding, Mutation, Related, Span
 
 LinesFor = Callable[[str], tuple[str, Sequence[str]]]
@@ -41,6 +41,16 @@ def at(site: Site, h: Hazard) -> str:
         return f"line {site.line}"
     name = os.path.basename(site.path) if site.path else "the checked file"
     return f"{name}:{site.line}"
+
+
+def output_phrase(r: SaveRecord) -> str | None:
+    """How a message names a saved tensor that is an op's output: "the output", "output 0" (one of several:
+    `o, (h, c) = lstm(x)`, as torch's own message says it); None for a saved input."""
+    if r.what == "its output":
+        return "the output"
+    if r.what.startswith("its output ["):
+        return f"output {r.what[len('its output ['):-1]}"
+    return None
 
 
 class Rule:

@@ -1,15 +1,14 @@
 from gradguard.analysis.hazards import Hazard
-from gradguard.rules.base import Rule, at
+from gradguard.rules.base import Rule, at, output_phrase
 
 
 def _target_phrase(h: Hazard) -> str:
     r = h.saves[0] if h.saves else None
     if r is None:
         return "a tensor saved for backward"
-    if r.what == "its output":
-        return f"the output of {r.op} ({at(r.site, h)}), which {r.op} saved for backward"
-    if r.what.startswith("its output ["):  # one of several outputs: `o, (h, c) = lstm(x)`
-        return f"output {r.what[12:-1]} of {r.op} ({at(r.site, h)}), which {r.op} saved for backward"
+    out = output_phrase(r)
+    if out is not None:
+        return f"{out} of {r.op} ({at(r.site, h)}), which {r.op} saved for backward"
     return f"a tensor that {r.op} ({at(r.site, h)}) saved for backward"
 
 

@@ -1,5 +1,5 @@
 from gradguard.analysis.hazards import Hazard
-from gradguard.rules.base import Rule, at
+from gradguard.rules.base import Rule, at, output_phrase
 
 
 class InplaceActivationOnSaved(Rule):
@@ -81,9 +81,7 @@ h.sum().backward()
         r = h.saves[0] if h.saves else None
         if r is None:
             return f"{h.op} overwrites a tensor saved for backward"
-        if r.what == "its output":
-            return f"{h.op} overwrites the output of {r.op} ({at(r.site, h)}), which {r.op} saved for backward"
-        if r.what.startswith("its output ["):
-            return (f"{h.op} overwrites output {r.what[12:-1]} of {r.op} ({at(r.site, h)}), which {r.op} saved for "
-                    f"backward")
+        out = output_phrase(r)
+        if out is not None:
+            return f"{h.op} overwrites {out} of {r.op} ({at(r.site, h)}), which {r.op} saved for backward"
         return f"{h.op} overwrites `{h.target}`, which {r.op} ({at(r.site, h)}) saved for backward"
