@@ -474,6 +474,8 @@ class Calls(AnalyzerCore):
             d = Obj("dist", qual)
             d.cfg["args"] = Seq.of([*pos, *kw.values()], "tuple")
             return d
+        if qual in L.CONV_ACT_MODULES:
+            return self._conv_act_module(qual, pos, kw, n)
         kind = L.LIBRARY_MODULES.get(qual)
         if kind is not None:
             o = Obj("library", qual)
@@ -481,6 +483,39 @@ class Calls(AnalyzerCore):
             o.cfg["kind"] = Const(kind)
             return o
         return None
+
+    def _conv_act_module(self, qual: str, pos: list[Val], kw: dict[str, Val], n: ast.Call) -> Obj:
+        """mmcv's ConvModule, its source not found: a conv whose output goes through the activation ``act_cfg``
+        names (see knowledge.libraries); ``cfg["act"]`` is that activation's torch module, None for none, unknown
+        when the configuration cannot be read."""
+        o = Obj("library", qual)
+        o.training, o.ctor = True, self.site(n)
+        o.cfg["kind"] = Const("conv_act")
+
+        def arg(name: str) -> Val | None:
+            i = L.CONV_ACT_ARG_INDEX[name]
+            return kw.get(name, pos[i] if len(pos) > i else None)
+
+        act: Val = Const(L.ACT_TYPES[L.CONV_ACT_DEFAULT])
+        act_type: str | None = L.CONV_ACT_DEFAULT
+        cfg, order = arg("act_cfg"), arg("order")
+        if cfg is not None:
+            ents = cfg.entries() if isinstance(cfg, Seq) else None
+            typ = ents.get("type") if ents is not None else None
+            if isinstance(cfg, Const) and cfg.value is None:
+                act, act_type = Const(None), None
+            elif isinstance(typ, Const) and isinstance(typ.value, str) and typ.value in L.ACT_TYPES:
+                act, act_type = Const(L.ACT_TYPES[typ.value]), typ.value
+            else:
+                act, act_type = UNKNOWN, None
+        if order is not None and not (isinstance(order, Seq) and order.items is not None and order.items
+                                      and isinstance(order.items[-1], Const) and order.items[-1].value == "act"):
+            act = UNKNOWN  # the activation is not known to come last
+        o.cfg["act"] = act
+        inplace = arg("inplace")
+        o.inplace = act_type is not None and act_type not in L.ACT_WITHOUT_INPLACE and not is_false(inplace) and (
+            inplace is None or is_true(inplace))
+        return o
 
     def isinstance(self, v: Val, cls: Val) -> Val:
         classes = list(cls.items) if isinstance(cls, Seq) and cls.items is not None else [cls]

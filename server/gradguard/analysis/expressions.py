@@ -56,6 +56,7 @@ from gradguard.analysis.values import (
     recording_allows,
     seq_elem,
 )
+from gradguard.knowledge import libraries as L
 
 # nn.Module's own API: on an object of ours, a name from here is a method of its torch base, not a part
 MODULE_API = frozenset({
@@ -460,7 +461,7 @@ class Expressions(AnalyzerCore):
         if isinstance(base, Choice):
             return choice([self.getattr(a, attr, n, st) for a in base.alts])
         if isinstance(base, Ref):
-            return Ref(f"{base.qual}.{attr}")
+            return Ref(L.absent_name(f"{base.qual}.{attr}"))
         if isinstance(base, ModV):
             v = self.module_get(base.ctx, attr)
             return v if v is not None else UNKNOWN

@@ -16,6 +16,7 @@ from gradguard.analysis.core import AnalyzerCore
 from gradguard.analysis.namespace import ModuleCtx
 from gradguard.analysis.state import Heap, State
 from gradguard.analysis.values import UNKNOWN, ModV, Ref, Val
+from gradguard.knowledge.libraries import absent_name
 from gradguard.project.resolver import Module
 
 _BUILTINS = frozenset(dir(builtins))
@@ -44,7 +45,7 @@ class Imports(AnalyzerCore):
 
     def module_value(self, name: str) -> Val:
         m = self.project.find_module(name, self.importer()) if self.project is not None else None
-        return ModV(self.ctx_of(m)) if m is not None else Ref(name)
+        return ModV(self.ctx_of(m)) if m is not None else Ref(absent_name(name))
 
     def from_module(self, s: ast.ImportFrom) -> Module | None:
         if self.project is None:
@@ -60,11 +61,11 @@ class Imports(AnalyzerCore):
             return
         name = a.asname or a.name
         if mod is None:
-            st.env[name] = UNKNOWN if s.level else Ref(f"{s.module}.{a.name}" if s.module else a.name)
+            st.env[name] = UNKNOWN if s.level else Ref(absent_name(f"{s.module}.{a.name}" if s.module else a.name))
             return
         v = self.module_get(self.ctx_of(mod), a.name)
         if v is None:
-            v = UNKNOWN if s.level else Ref(f"{s.module}.{a.name}")
+            v = UNKNOWN if s.level else Ref(absent_name(f"{s.module}.{a.name}"))
         st.env[name] = v
 
     def ctx_of(self, m: Module) -> ModuleCtx:

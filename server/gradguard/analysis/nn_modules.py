@@ -58,6 +58,25 @@ class NNModules(Summaries):
                     return True
         return False
 
+    def _conv_act(self, o: Obj, x: Val, n: ast.Call, st: State, fr: Frame) -> Val:
+        """Calling mmcv's ConvModule (its source not found): its conv, then its activation on the conv's output (the
+        norm between them saves its input, not its output)."""
+        short = o.qual.rsplit(".", 1)[-1]
+        conv = self.kb.get("torch.nn.Conv2d")
+        out = self.apply(conv, [x], {}, n, st, fr, display=short, module=o) if conv is not None \
+            else self.new_tensor([x], st, short, min_rg=YES)
+        act = o.cfg.get("act")
+        if not isinstance(out, T) or not isinstance(act, Const) or not isinstance(act.value, str):
+            return out if isinstance(act, Const) else self.new_tensor([out], st, short)
+        info = self.kb.get(act.value)
+        if info is None:
+            return self.new_tensor([out], st, short)
+        if o.inplace and info.inplace_kwarg:
+            info = self.kb.get(f"{info.name}[{info.inplace_kwarg}=True]") or info
+        name = act.value.rsplit(".", 1)[-1]
+        return self.apply(info, [out], {}, n, st, fr,
+                          display=f"{short}'s {name}(inplace=True)" if o.inplace else f"{short}'s {name}", module=o)
+
     def default_instance(self, cls: ClassInfo) -> Obj:
         key = id(cls)
         obj = self.default_instances.get(key)
@@ -401,6 +420,8 @@ class NNModules(Summaries):
             return self.call(o.attrs.get("module", UNKNOWN), pos, kw, n, st, fr)
         if o.kind == "library" and pos:  # einops layers: Rearrange is a view, Reduce/EinMix make new tensors
             kind = o.cfg.get("kind")
+            if isinstance(kind, Const) and kind.value == "conv_act":
+                return self._conv_act(o, pos[0], n, st, fr)
             info = self.kb.get("torch.reshape")
             if isinstance(kind, Const) and kind.value == "view" and info is not None:
                 return self.apply(info, [pos[0], UNKNOWN_NUM], {}, n, st, fr, display=o.qual.rsplit(".", 1)[-1])

@@ -37,6 +37,46 @@ LIBRARY_MODULES = {
     "einops.layers.torch.EinMix": "new",
 }
 
+# When a library's source cannot be read (not installed where the analysis looks), these of its names are torch's
+# own classes under another name. mmcv's and mmengine's BaseModule and containers subclass nn.Module,
+# nn.ModuleList, nn.Sequential and nn.ModuleDict and add only weight initialisation and logging; Lightning's
+# LightningModule is an nn.Module. Read from source when the library is there.
+ABSENT_ALIASES = {
+    **{f"{mod}.{name}": target
+       for mod in ("mmcv.runner", "mmcv.runner.base_module", "mmengine.model", "mmengine.model.base_module")
+       for name, target in (("BaseModule", "torch.nn.Module"), ("ModuleList", "torch.nn.ModuleList"),
+                            ("Sequential", "torch.nn.Sequential"), ("ModuleDict", "torch.nn.ModuleDict"))},
+    **{f"{mod}.LightningModule": "torch.nn.Module"
+       for mod in ("pytorch_lightning", "pytorch_lightning.core", "pytorch_lightning.core.lightning",
+                   "pytorch_lightning.core.module", "lightning", "lightning.pytorch", "lightning.pytorch.core",
+                   "lightning.pytorch.core.module")},
+}
+
+
+def absent_name(qual: str) -> str:
+    """The name the analysis knows ``qual`` by when its library's source is not found (see ABSENT_ALIASES)."""
+    return ABSENT_ALIASES.get(qual, qual)
+
+
+# mmcv's ConvModule (read from source when mmcv is installed): conv, then norm, then the activation built from
+# ``act_cfg`` (default ``dict(type='ReLU')``, with ``inplace=True`` for the types that take it). Its output is the
+# activation's output, which ReLU and its kin save for backward. Signature order: in_channels, out_channels,
+# kernel_size, stride, padding, dilation, groups, bias, conv_cfg, norm_cfg, act_cfg, inplace, with_spectral_norm,
+# padding_mode, order.
+CONV_ACT_MODULES = frozenset({
+    "mmcv.cnn.ConvModule", "mmcv.cnn.bricks.ConvModule", "mmcv.cnn.bricks.conv_module.ConvModule",
+})
+CONV_ACT_ARG_INDEX = {"act_cfg": 10, "inplace": 11, "order": 14}
+CONV_ACT_DEFAULT = "ReLU"
+# act_cfg ``type`` -> torch module; the types mmcv builds without ``inplace``
+ACT_TYPES = {
+    "ReLU": "torch.nn.ReLU", "LeakyReLU": "torch.nn.LeakyReLU", "ReLU6": "torch.nn.ReLU6", "ELU": "torch.nn.ELU",
+    "PReLU": "torch.nn.PReLU", "Sigmoid": "torch.nn.Sigmoid", "Tanh": "torch.nn.Tanh", "GELU": "torch.nn.GELU",
+    "SiLU": "torch.nn.SiLU", "Swish": "torch.nn.SiLU", "Hardswish": "torch.nn.Hardswish",
+    "HSwish": "torch.nn.Hardswish", "Hardsigmoid": "torch.nn.Hardsigmoid",
+}
+ACT_WITHOUT_INPLACE = frozenset({"Tanh", "PReLU", "Sigmoid", "HSigmoid", "Swish", "GELU"})
+
 # return (a handle to) their first argument, the module itself
 RETURNS_FIRST_ARG = frozenset({
     "torch.nn.utils.weight_norm", "torch.nn.utils.spectral_norm",
