@@ -68,3 +68,36 @@ def test_no_call_site_when_the_tensor_was_saved_in_the_same_function() -> None:
     found = check_source(src, "a.py")
     assert [f.code for f in found] == ["GG101"]
     assert not [r for r in found[0].related if "is called here" in r.message]
+
+
+STEP_SOURCE = textwrap.dedent("""
+    import torch
+    import torch.nn as nn
+
+
+    def update(actor, critic, actor_opt, critic_opt, obs, target):
+        q = critic(torch.cat([obs, actor(obs)], 1))
+        critic_loss = (q - target).pow(2).mean()
+        actor_loss = -q.mean()
+        critic_opt.zero_grad()
+        critic_loss.backward(retain_graph=True)
+        critic_opt.step()
+        actor_opt.zero_grad()
+        actor_loss.backward()
+        actor_opt.step()
+
+
+    actor, critic = nn.Linear(3, 2), nn.Linear(5, 1)
+    update(actor, critic, torch.optim.SGD(actor.parameters(), lr=0.1), torch.optim.SGD(critic.parameters(), lr=0.1),
+           torch.randn(4, 3), torch.randn(4, 1))
+""")
+
+
+def test_a_step_points_at_the_forward_it_made_stale() -> None:
+    run = subprocess.run([sys.executable, "-c", STEP_SOURCE], capture_output=True, text=True, timeout=120)
+    assert "modified by an inplace operation" in run.stderr  # torch agrees it breaks
+    lines = STEP_SOURCE.splitlines()
+    found = [f for f in check_source(STEP_SOURCE, "agent.py") if f.code == "GG202"]
+    assert [lines[f.line - 1].strip() for f in found] == ["critic_opt.step()"]
+    forward = [r for r in found[0].related if "took in the parameters" in r.message]
+    assert [lines[r.line - 1].strip() for r in forward] == ["q = critic(torch.cat([obs, actor(obs)], 1))"]

@@ -657,7 +657,7 @@ class Calls(AnalyzerCore):
         if module is not None and grad_on and any_rg and any(a.startswith("self.") for a in info.saved_args(rgmap)):
             # the graph keeps this module's parameters (Linear keeps its weight when its input requires grad):
             # an optimizer step on them before backward breaks it
-            prov = prov | {(module, self.stamp, None)}
+            prov = prov | {self.graph_use(module)}
         # 1. in-place writes
         mutated: T | None = None
         for m in info.mutates:
@@ -721,7 +721,7 @@ class Calls(AnalyzerCore):
                     self.save(sv, st, SaveRecord(display, what, site, info.name,
                                                  sv.view_site if sv.view is not None else None, a))
                     if sv.leaf:
-                        prov |= {(s, self.stamp, None) for s in sv.storages if s.leaf}
+                        prov |= {self.graph_use(s) for s in sv.storages if s.leaf}
         # 3. the result
         if info.grad_from is not None:
             any_out = any(rgmap.get(a, False) for a in info.grad_from)

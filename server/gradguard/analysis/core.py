@@ -80,6 +80,9 @@ class AnalyzerCore:
         self.reported = 0  # hazards reported so far (a kept call reported none)
         self.hazards: dict[tuple[Any, ...], Hazard] = {}
         self.stamp = 0
+        # (owner, stamp) of a graph's provenance -> where that graph took the owner's parameters in: the calls being
+        # followed and the statement. GG202 points at the one in the step's file, the forward the step made stale.
+        self.graph_sites: dict[tuple[Any, int], tuple[Site, ...]] = {}
         self.budget = BUDGET
         self.truncated: int | None = None  # the line where the analysis ran out of budget, if it did
         self.active: list[FuncInfo] = []
@@ -273,6 +276,13 @@ class AnalyzerCore:
         for rec in self.recording:
             if o.oid <= rec[0]:
                 rec[1] = False
+
+    def graph_use(self, owner: Any) -> tuple[Any, int, None]:
+        """A provenance entry: ``owner``'s parameters enter a graph now (see graph_sites)."""
+        key = (owner, self.stamp)
+        if key not in self.graph_sites:
+            self.graph_sites[key] = (*(c[1] for c in self.call_chain), self.stmt_site())
+        return (owner, self.stamp, None)
 
     def stmt_site(self) -> Site:
         return Site.of(self.cur_stmt, self.mod.path) if self.cur_stmt is not None else Site(1, 0, 1, 1, self.mod.path)

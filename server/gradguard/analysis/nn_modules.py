@@ -415,7 +415,7 @@ class NNModules(Summaries):
             while isinstance(cur, Obj) and len(owners) < 6:
                 owners.append(cur)
                 cur = cur.cfg.get("parent")
-            return out.with_(maybe_tuple=True, prov=out.prov | {(x, self.stamp, None) for x in owners})
+            return out.with_(maybe_tuple=True, prov=out.prov | {self.graph_use(x) for x in owners})
         if o.kind == "wrapper":  # DataParallel(model)(x) is model(x)
             return self.call(o.attrs.get("module", UNKNOWN), pos, kw, n, st, fr)
         if o.kind == "library" and pos:  # einops layers: Rearrange is a view, Reduce/EinMix make new tensors
@@ -446,7 +446,7 @@ class NNModules(Summaries):
                 if res is UNKNOWN and not st.no_grad and any(isinstance(p, T) and p.rg >= MAYBE for p in pos):
                     # its forward could not be followed: the result may keep the module's parameters
                     return self.new_tensor(list(pos), st, o.qual or "module", min_rg=MAYBE).with_(
-                        prov=frozenset({(o, self.stamp, None)}), maybe_tuple=True)
+                        prov=frozenset({self.graph_use(o)}), maybe_tuple=True)
                 return res
             tb = o.info.torch_bases()
             if "torch.nn.Sequential" in tb and pos:

@@ -386,8 +386,8 @@ class Summaries(SharedSummaries):
         if isinstance(v, T):
             if not v.prov:
                 return v
-            inner = frozenset((o, self.stamp if stamp >= s.stamp else stamp, c) for (o, stamp, c) in v.prov
-                              if (o, stamp) not in s.arg_prov)
+            inner = frozenset(((*self.graph_use(o)[:2], c) if stamp >= s.stamp else (o, stamp, c))
+                              for (o, stamp, c) in v.prov if (o, stamp) not in s.arg_prov)
             return v.with_(prov=prov | inner)
         if isinstance(v, Seq) and depth < 4:
             if v.items is not None:
