@@ -476,6 +476,15 @@ class Calls(AnalyzerCore):
             return d
         if qual in L.CONV_ACT_MODULES:
             return self._conv_act_module(qual, pos, kw, n)
+        if qual in L.BUILD_ACTIVATION:
+            cfg = kw.get("cfg", pos[0] if pos else None)
+            ents = cfg.entries() if isinstance(cfg, Seq) else None
+            typ = ents.get("type") if ents is not None else None
+            info = self.kb.get(L.ACT_TYPES.get(typ.value, "")) if isinstance(typ, Const) and isinstance(
+                typ.value, str) else None
+            if ents is not None and info is not None:
+                return self.construct_module(info, [], {k: v for k, v in ents.items() if k != "type"}, n)
+            return None
         kind = L.LIBRARY_MODULES.get(qual)
         if kind is not None:
             o = Obj("library", qual)

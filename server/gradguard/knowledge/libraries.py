@@ -76,6 +76,11 @@ ACT_TYPES = {
     "HSwish": "torch.nn.Hardswish", "Hardsigmoid": "torch.nn.Hardsigmoid",
 }
 ACT_WITHOUT_INPLACE = frozenset({"Tanh", "PReLU", "Sigmoid", "HSigmoid", "Swish", "GELU"})
+# mmcv's build_activation_layer(cfg): the torch module ACT_TYPES names, built with cfg's other entries
+BUILD_ACTIVATION = frozenset({
+    "mmcv.cnn.build_activation_layer", "mmcv.cnn.bricks.build_activation_layer",
+    "mmcv.cnn.bricks.activation.build_activation_layer",
+})
 
 # return (a handle to) their first argument, the module itself
 RETURNS_FIRST_ARG = frozenset({
