@@ -604,7 +604,8 @@ class NNModules(Summaries):
                         (v.leaf and v.rg == YES) or v.view in ("multi", "nograd", "nograd_if")):
                     self.mutate(v, st, form="apply", node=n, op=f"{display} (mark_dirty)",
                                 target=self.text(n.args[i]) if i < len(n.args) else "input", operands_yes=True,
-                                site=self.site(n.args[i]) if i < len(n.args) else None)
+                                site=self.site(n.args[i]) if i < len(n.args) else None,
+                                extra=(("arg_span", self.site(n.args[i])),) if i < len(n.args) else ())
                     break
         fn_view = f"{ci.name}.apply()"
 

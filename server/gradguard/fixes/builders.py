@@ -1308,8 +1308,9 @@ def _foreach(ctx: Ctx) -> list[Fix]:
 
 
 def _apply_view_arg(ctx: Ctx) -> list[Fix]:
-    """``Fn.apply(base[:, 0])`` whose Function mark_dirty's that view and returns several tensors: pass a copy
-    (``base[:, 0].clone()``), which is not a view (``base`` itself is then no longer modified)."""
+    """``Fn.apply(base[:, 0])`` whose Function mark_dirty's that view and returns several tensors, or
+    ``Fn.apply(w)`` on a leaf that requires grad: pass a copy (``base[:, 0].clone()``, ``w.clone()``), which is
+    neither a view nor a leaf (``base`` / ``w`` itself is then no longer modified)."""
     st = ctx.stmt()
     if st is None:
         return []
@@ -1324,8 +1325,10 @@ def _apply_view_arg(ctx: Ctx) -> list[Fix]:
         edits.append(_insert(asp.end_line, asp.end_column, ").clone()"))
     else:
         edits.append(_insert(asp.end_line, asp.end_column, ".clone()"))
-    return [Fix(f"Pass a copy: `{_short(st.source_of(arg), 32)}.clone()` (the tensor it views is no longer modified)",
-                False, tuple(edits), kind="out-of-place")]
+    why = "the tensor it views is no longer modified" if ctx.ex.get("is_view", True) else \
+        f"`{_short(st.source_of(arg), 32)}` itself is no longer modified; its gradient flows through the copy"
+    return [Fix(f"Pass a copy: `{_short(st.source_of(arg), 32)}.clone()` ({why})", False, tuple(edits),
+                kind="out-of-place")]
 
 
 _BUILDERS: dict[str, Callable[[Ctx], list[Fix]]] = {
