@@ -547,6 +547,32 @@ def test_iterating_a_tensor_becomes_indexing() -> None:
     assert fix.safe and fix.kind == "index-views"
 
 
+@pytest.mark.parametrize(("header", "want"), [
+    ("for i, row in enumerate(buf.unbind(0)):", "for i, row in enumerate((buf[j] for j in range(len(buf)))):"),
+    ("for row in torch.unbind(buf):", "for row in (buf[i] for i in range(len(buf))):"),
+    ("for row in buf.unbind(dim=1):", "for row in (buf.select(1, i) for i in range(buf.shape[1])):"),
+])
+def test_unbinding_becomes_indexing(header: str, want: str) -> None:
+    src = d(f"""
+        def fill(buf, pred):
+            {header}
+                row.copy_(pred)
+        """)
+    new, fix = preferred(src, 3, "GG302", "method", view_op="unbind()")
+    assert new.splitlines()[1].strip() == want
+    assert fix.safe and fix.kind == "index-views"
+
+
+def test_unbinding_along_a_computed_dim_is_not_rewritten() -> None:
+    src = d("""
+        def fill(buf, pred, d):
+            for row in buf.unbind(d):
+                row.copy_(pred)
+        """)
+    _, fixes = fixes_for(src, 3, "GG302", "method", view_op="unbind()")
+    assert not [x for x in fixes if x.kind == "index-views"]
+
+
 def test_loop_escape_hatch_wraps_the_script_part_of_the_module() -> None:
     src = d("""
         import torch

@@ -25,8 +25,6 @@ KNOWN_UNFIXED: dict[str, str] = {
     # found by the analysis since 2026-11-23; their fixes are not built yet (see the session note)
     "gg202/pos_module_apply_inplace_after_forward": "the GG202 fix moves a step that is inside the function "
                                                     "Module._apply runs, which breaks the file",
-    "gg302/pos_unbind_row_written_with_grad": "the offered fix keeps the buffer out of the graph, so backward "
-                                              "through it fails",
 }
 
 ANALYZER_CASES = proof.corpus_cases() + proof.fixture_cases()

@@ -683,11 +683,36 @@ def _function(ctx: Ctx) -> list[Fix]:
     return fixes
 
 
+def _unbind_call(call: ast.Call) -> tuple[ast.expr | None, int | None]:
+    """``x.unbind()``, ``x.unbind(d)``, ``x.unbind(dim=d)``, ``torch.unbind(x, d)`` with a literal ``d >= 0``: (x, d)."""
+    f = call.func
+    if not isinstance(f, ast.Attribute) or f.attr != "unbind":
+        return None, None
+    args = list(call.args)
+    if isinstance(f.value, ast.Name) and f.value.id == "torch":
+        if not args:
+            return None, None
+        target: ast.expr = args.pop(0)
+    else:
+        target = f.value
+    dims = [*args, *(k.value for k in call.keywords if k.arg == "dim")]
+    if len(dims) + len([k for k in call.keywords if k.arg != "dim"]) > 1 or \
+            any(k.arg != "dim" for k in call.keywords):
+        return None, None
+    if not dims:
+        return target, 0
+    d = dims[0]
+    if isinstance(d, ast.Constant) and isinstance(d.value, int) and not isinstance(d.value, bool) and d.value >= 0:
+        return target, d.value
+    return None, None
+
+
 def _index_instead_of_iterating(ctx: Ctx, name: str) -> list[Fix]:
     """``for row in rows: row.mul_(2)``: iterating a tensor unbinds it (views that cannot be modified in
     place). Iterating over ``rows[i]`` (one single view each) keeps the write-through to ``rows``:
     ``for row in (rows[i] for i in range(len(rows))):``. Also inside ``zip(...)`` and ``enumerate(...)``."""
-    if "iterating" not in str(ctx.ex.get("view_op", "")):
+    view_op = str(ctx.ex.get("view_op", ""))
+    if "iterating" not in view_op and not view_op.startswith("unbind"):
         return []
     line = ctx.m.stmt.line
     ind = len(ctx.indent(line))
@@ -726,15 +751,25 @@ def _index_instead_of_iterating(ctx: Ctx, name: str) -> list[Fix]:
             iterable = node.iter.args[pos]
         elif pos == 1 and node.iter.func.id == "enumerate" and node.iter.args:
             iterable = node.iter.args[0]
+    dim, span_node = 0, iterable
+    if isinstance(iterable, ast.Call):
+        # ``rows.unbind(d)`` / ``torch.unbind(rows, d)``: the same views, one call for all of them
+        unbound, dim_arg = _unbind_call(iterable)
+        if unbound is None or dim_arg is None:
+            return []
+        iterable, dim = unbound, dim_arg
     if iterable is None or not _pure(iterable) or not isinstance(iterable, (ast.Name, ast.Attribute, ast.Subscript)):
         return []
     ttext = ast.get_source_segment(header, iterable) or ""
-    used = {n.id for n in ast.walk(iterable) if isinstance(n, ast.Name)}
-    idx = next(v for v in ("i", "j", "k", "idx", "_i") if v not in used)
-    new = f"({ttext}[{idx}] for {idx} in range(len({ttext})))"
-    col = lead + _char_col(header, iterable.col_offset) + 1  # type: ignore[attr-defined]
-    end = lead + _char_col(header, iterable.end_col_offset or 0) + 1  # type: ignore[attr-defined]
-    return [Fix(f"Iterate over `{ttext}[{idx}]` (views that may be modified in place) instead of unbinding "
+    used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}  # the loop's own names too, for clarity
+    idx = next((v for v in ("i", "j", "k", "idx", "_i", "_row") if v not in used), None)
+    if idx is None:
+        return []
+    one = f"{ttext}[{idx}]" if dim == 0 else f"{ttext}.select({dim}, {idx})"
+    new = f"({one} for {idx} in range({f'len({ttext})' if dim == 0 else f'{ttext}.shape[{dim}]'}))"
+    col = lead + _char_col(header, span_node.col_offset) + 1  # type: ignore[attr-defined]
+    end = lead + _char_col(header, span_node.end_col_offset or 0) + 1  # type: ignore[attr-defined]
+    return [Fix(f"Iterate over `{one}` (views that may be modified in place) instead of unbinding "
                 f"`{_short(ttext, 24)}`", True, (Edit(hdr, col, hdr, end, new),), kind="index-views")]
 
 
