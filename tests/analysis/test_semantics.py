@@ -196,6 +196,54 @@ CASES = [
 
         Block(use_norm=False)(torch.randn(2, 4, requires_grad=True)).sum().backward()
     """, ["GG101"], "error"),
+    # Picking layers by name: str methods on a known string, isinstance on a constant or a class, a class's
+    # __name__, a class's truth value (timm's get_act_layer / get_norm_act_layer do all of these)
+    ("act_table_lookup_by_lowered_name", """
+        import torch
+        import torch.nn as nn
+        ACTS = dict(relu=nn.ReLU, gelu=nn.GELU, tanh=nn.Tanh, sigmoid=nn.Sigmoid, elu=nn.ELU, selu=nn.SELU,
+                    celu=nn.CELU, silu=nn.SiLU, relu6=nn.ReLU6)
+        def get_act(name):
+            if not name:
+                return None
+            if not isinstance(name, str):
+                return name
+            return ACTS[name.strip().lower()]
+        act = get_act(" ReLU ")(inplace=True)
+        x = torch.randn(4, requires_grad=True)
+        act(torch.sigmoid(x)).sum().backward()
+    """, ["GG102"], "error"),
+    ("act_class_passes_through_the_name_lookup", """
+        import torch
+        import torch.nn as nn
+        ACTS = dict(relu=nn.ReLU, gelu=nn.GELU, tanh=nn.Tanh, sigmoid=nn.Sigmoid, elu=nn.ELU, selu=nn.SELU,
+                    celu=nn.CELU, silu=nn.SiLU, relu6=nn.ReLU6)
+        def get_act(name):
+            if not name:
+                return None
+            if not isinstance(name, str):
+                return name
+            return ACTS[name.strip().lower()]
+        act = get_act(nn.Tanh)()
+        x = torch.randn(4, requires_grad=True)
+        act(torch.sigmoid(x)).sum().backward()
+    """, [], "clean"),
+    ("norm_picked_by_class_name", """
+        import torch
+        import torch.nn as nn
+        class BNReLU(nn.BatchNorm1d):
+            def forward(self, x):
+                return torch.relu_(super().forward(x))
+        NORM_ACT = dict(batchnorm1d=BNReLU, layernorm=nn.LayerNorm)
+        def norm_act(norm_layer):
+            layer = NORM_ACT[norm_layer.__name__.lower()] if norm_layer else nn.Identity
+            return layer
+        x = torch.randn(3, 4, requires_grad=True)
+        h = torch.sigmoid(x)
+        y = norm_act(nn.BatchNorm1d)(4)(h * 1)
+        y += 1
+        y.sum().backward()
+    """, ["GG101"], "error"),
 ]
 
 

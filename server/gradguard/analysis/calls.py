@@ -17,10 +17,12 @@ from gradguard.analysis.common import (
     NONDIFF_METHODS,
     PARAMETER,
     STANDALONE_DEPTH,
+    STR_METHODS,
     Frame,
     is_false,
     is_true,
     known_items,
+    str_method,
     tensor_facts,
     tensors_in,
 )
@@ -532,7 +534,15 @@ class Calls(AnalyzerCore):
         for c in classes:
             if isinstance(c, Ref):
                 q = self.canon(c.qual)
-                if isinstance(v, T) and q in ("torch.Tensor", "Tensor"):
+                if isinstance(v, Const) and v.known and not isinstance(v, Cond) and q in _BUILTIN_TYPES:
+                    answers.append(isinstance(v.value, _BUILTIN_TYPES[q]))  # `isinstance(name, str)` on "relu"
+                elif (kind := self._callable_kind(v)) is not None and q in _CALLABLE_TYPE_TESTS:
+                    # `isinstance(act_layer, str)` on nn.ReLU, `isinstance(norm_layer, functools.partial)`
+                    answer = _CALLABLE_TYPE_TESTS[q].get(kind)
+                    if answer is None:
+                        return UNKNOWN_NUM
+                    answers.append(answer)
+                elif isinstance(v, T) and q in ("torch.Tensor", "Tensor"):
                     answers.append(True)
                 elif isinstance(v, Obj) and v.kind == "torch" and v.qual:
                     cinfo = self.kb.get(q)
@@ -556,6 +566,19 @@ class Calls(AnalyzerCore):
             else:
                 return UNKNOWN_NUM
         return Const(any(answers))
+
+    def _callable_kind(self, v: Val) -> str | None:
+        """"class", "function" or "partial" for a value that surely is one (a torch name is a class when
+        capitalised, else of unknown kind: "callable"); None for anything else."""
+        if isinstance(v, Partial):
+            return "partial"
+        if isinstance(v, ClassV):
+            return "class"
+        if isinstance(v, (Func, Bound)):
+            return "function"
+        if isinstance(v, Ref) and self.is_callable_object(v):
+            return "class" if self.canon(v.qual).rsplit(".", 1)[-1][:1].isupper() else "callable"
+        return None
 
     def new_tensor(self, inputs: list[Val], st: State, desc: str, min_rg: int = NO) -> T:
         rg = min_rg
@@ -852,6 +875,8 @@ class Calls(AnalyzerCore):
     def call_method(self, m: Method, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State, fr: Frame) -> Val:
         recv, name = m.recv, m.name
         recv_node = n.func.value if isinstance(n.func, ast.Attribute) else None
+        if isinstance(recv, Const) and isinstance(recv.value, str) and name in STR_METHODS:
+            return str_method(recv.value, name, pos, kw)
         if isinstance(recv, T):
             if name == "backward":
                 self.backward(recv, kw, n, st)
@@ -943,6 +968,22 @@ class Calls(AnalyzerCore):
             return UNKNOWN
         return UNKNOWN
 
+
+# builtin types a known constant (a string, a number, None) is checked against
+_BUILTIN_TYPES: dict[str, type | tuple[type, ...]] = {
+    "builtins.str": str, "builtins.int": int, "builtins.float": float,
+    "builtins.bool": bool, "builtins.bytes": bytes, "builtins.tuple": tuple, "builtins.list": list,
+    "builtins.dict": dict,
+}
+
+# isinstance(v, q) for a class, function or partial v: q -> kind -> answer (no entry: not known)
+_NOT_DATA = {"class": False, "function": False, "partial": False, "callable": False}
+_CALLABLE_TYPE_TESTS: dict[str, dict[str, bool]] = {
+    **{q: _NOT_DATA for q in _BUILTIN_TYPES},
+    "functools.partial": {"class": False, "function": False, "partial": True, "callable": False},
+    "builtins.type": {"class": True, "function": False, "partial": False},
+    "types.FunctionType": {"class": False, "function": True, "partial": False},
+}
 
 # dtype casts that return their input unchanged when it already has that dtype (probed on float32: a view)
 _DTYPE_CASTS = frozenset({"Tensor.float"})

@@ -9,6 +9,7 @@ from typing import Any
 from gradguard.analysis.state import State
 from gradguard.analysis.values import (
     MAYBE,
+    UNKNOWN_NUM,
     Alt,
     Const,
     FuncInfo,
@@ -264,3 +265,33 @@ def scope_nodes(scope: ast.AST) -> tuple[ast.AST, ...]:
             continue
         stack.extend(ast.iter_child_nodes(n))
     return tuple(out)
+
+
+# str methods the analysis runs on a known string (Python does the same, with no side effect): configuration
+# names picked apart or normalised before a table lookup (`get_act_layer(name)`: `name.lower()`)
+STR_METHODS = frozenset({
+    "lower", "upper", "casefold", "strip", "lstrip", "rstrip", "replace", "startswith", "endswith",
+    "removeprefix", "removesuffix", "split", "rsplit",
+})
+
+
+def str_method(s: str, name: str, pos: list[Val], kw: dict[str, Val]) -> Val:
+    """``s.name(*pos, **kw)`` when every argument is a known string, int or None (or a tuple of strings for
+    startswith/endswith); an unknown value of the result's kind otherwise."""
+    args: list[Any] = []
+    for v in (*pos, *kw.values()):
+        if isinstance(v, Const) and v.known and (v.value is None or isinstance(v.value, (str, int))):
+            args.append(v.value)
+        elif isinstance(v, Seq) and v.items is not None and all(
+                isinstance(x, Const) and x.known and isinstance(x.value, str) for x in v.items):
+            args.append(tuple(x.value for x in v.items))  # type: ignore[attr-defined]
+        else:
+            return Seq(None, Const("", known=False), "list") if name in ("split", "rsplit") else UNKNOWN_NUM
+    try:
+        out = getattr(s, name)(*args[:len(pos)], **dict(zip(kw, args[len(pos):])))
+    except (TypeError, ValueError):
+        return UNKNOWN_NUM
+    if isinstance(out, list):
+        return Seq.of([Const(x) for x in out[:MAX_UNROLL]], "list") if len(out) <= MAX_UNROLL else \
+            Seq(None, Const("", known=False), "list")
+    return Const(out)

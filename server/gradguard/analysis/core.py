@@ -576,6 +576,9 @@ class AnalyzerCore:
     def module_param(self, obj: Obj, name: str) -> T:
         raise NotImplementedError
 
+    def is_callable_object(self, v: Val) -> bool:
+        raise NotImplementedError
+
     def new_tensor(self, inputs: list[Val], st: State, desc: str, min_rg: int = NO) -> T:
         raise NotImplementedError
 

@@ -9,6 +9,7 @@ from gradguard.analysis.common import (
     BINOPS,
     MAX_UNROLL,
     OPSYM,
+    STR_METHODS,
     Frame,
     fold,
     is_false,
@@ -169,7 +170,7 @@ class Expressions(AnalyzerCore):
 
     def e_IfExp(self, n: ast.IfExp, st: State, fr: Frame) -> Val:
         test = self.ev(n.test, st, fr)
-        if is_true(test):
+        if is_true(test) or self.is_callable_object(test):  # `norm_layer(...) if norm_layer else nn.Identity()`
             return self.ev(n.body, st, fr)
         if is_false(test):
             return self.ev(n.orelse, st, fr)
@@ -226,7 +227,7 @@ class Expressions(AnalyzerCore):
         if len(n.ops) == 1 and isinstance(n.ops[0], (ast.Is, ast.IsNot)) and any(
                 isinstance(c, ast.Constant) and c.value is None for c in (n.left, n.comparators[0])):
             other = vals[1] if isinstance(n.left, ast.Constant) else vals[0]
-            if _surely_not_none(other):
+            if _surely_not_none(other) or self.is_callable_object(other):
                 return Const(isinstance(n.ops[0], ast.IsNot))  # `self.norm is not None` with a module there
         if len(n.ops) == 1 and isinstance(n.ops[0], (ast.In, ast.NotIn)) and isinstance(vals[1], Seq) \
                 and (ents := vals[1].entries()) is not None and (name := known_str(vals[0])) is not None:
@@ -284,6 +285,8 @@ class Expressions(AnalyzerCore):
             return self.new_tensor([v], st, "neg")
         if isinstance(v, Const) and v.known and isinstance(n.op, ast.Not):
             return Const(not v.value)
+        if isinstance(n.op, ast.Not) and self.is_callable_object(v):
+            return Const(False)  # `if not act_layer:` on a class: classes and functions are true
         if isinstance(v, Const) and v.known and isinstance(n.op, ast.USub) and isinstance(v.value, (int, float)):
             return Const(-v.value)
         return UNKNOWN_NUM
@@ -460,6 +463,14 @@ class Expressions(AnalyzerCore):
     def getattr(self, base: Val, attr: str, n: ast.AST | None, st: State) -> Val:
         if isinstance(base, Choice):
             return choice([self.getattr(a, attr, n, st) for a in base.alts])
+        if attr == "__name__" and self.is_callable_object(base):
+            # a class's or function's name (`norm_layer.__name__.lower()` looked up in a table of layers)
+            if isinstance(base, ClassV):
+                return Const(base.info.name)
+            if isinstance(base, Func):
+                return Const(getattr(base.info.node, "name", "<lambda>"))
+            if isinstance(base, Ref):
+                return Const(self.canon(base.qual).rsplit(".", 1)[-1])
         if isinstance(base, Ref):
             return Ref(L.absent_name(f"{base.qual}.{attr}"))
         if isinstance(base, ModV):
@@ -539,7 +550,14 @@ class Expressions(AnalyzerCore):
             return base.items[0 if attr == "values" else 1]  # max(dim).values, topk(k).indices
         if isinstance(base, (Seq, Alt, Params)):
             return Method(base, attr, n)
+        if isinstance(base, Const) and base.known and isinstance(base.value, str) and attr in STR_METHODS:
+            return Method(base, attr, n)  # `name.lower()` picking an activation by name from a table
         return UNKNOWN
+
+    def is_callable_object(self, v: Val) -> bool:
+        """A class or function (the code's own, or one of torch's the knowledge table has): never None, never a
+        str/number/container, always true."""
+        return isinstance(v, (ClassV, Func, Bound)) or (isinstance(v, Ref) and self.canon(v.qual) in self.kb)
 
     def module_param(self, obj: Obj, name: str) -> T:
         p = obj.params.get(name)

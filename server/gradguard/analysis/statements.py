@@ -315,7 +315,7 @@ class Statements(AnalyzerCore):
 
     def s_If(self, s: ast.If, st: State, fr: Frame) -> State | None:
         test = self.ev(s.test, st, fr)
-        if is_true(test):
+        if is_true(test) or self.is_callable_object(test):  # `if act_layer:` on a class: true
             return self.exec_block(s.body, st, fr)
         if is_false(test) or (isinstance(test, Const) and test.known and test.value is None):
             return self.exec_block(s.orelse, st, fr)

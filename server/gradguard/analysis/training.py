@@ -55,9 +55,9 @@ class Training(AnalyzerCore):
                 inner = ((ev.inner, f"{ev.op} runs here"),) if ev.inner is not None else ()
                 chain = self.graph_sites.get((owner, stamp), ())
                 step = ev.inner if ev.inner is not None else ev.stmt
-                used = next((u for u in reversed(chain) if u.path == step.path), None)
-                if used is not None and used.line < step.line:
-                    inner = ((used, "the graph took in the parameters here, before the step changed them"), *inner)
+                took = next((u for u in reversed(chain) if u.path == step.path), None)
+                if took is not None and took.line < step.line:
+                    inner = ((took, "the graph took in the parameters here, before the step changed them"), *inner)
                 self.report(Hazard("step", "step", ev.site, ev.stmt, ev.op, "",
                                    related=((bw_stmt, "this backward goes through the graph built before the step"),
                                             *inner, *bw_inner),

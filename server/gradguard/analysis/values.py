@@ -370,7 +370,7 @@ MAX_CHOICE = 4
 def _instances(v: Val) -> tuple[Val, ...] | None:
     if isinstance(v, Choice):
         return v.alts
-    if isinstance(v, Obj) and v.info is not None:
+    if isinstance(v, Obj) and (v.info is not None or v.kind == "torch"):
         return (v,)
     return None
 
@@ -382,12 +382,15 @@ def choice(vals: list[Val]) -> Val:
     for v in vals:
         for x in (v.alts if isinstance(v, Choice) else (v,)):
             if not any(x is y or (isinstance(x, Bound) and isinstance(y, Bound) and x.func is y.func
-                                  and x.obj is y.obj) for y in alts):
+                                  and x.obj is y.obj) or (isinstance(x, Ref) and isinstance(y, Ref) and x.qual == y.qual)
+                       or (isinstance(x, ClassV) and isinstance(y, ClassV) and x.info is y.info) for y in alts):
                 alts.append(x)
     if len(alts) == 1:
         return alts[0]
-    if 1 < len(alts) <= MAX_CHOICE and all(_instances(x) is not None or isinstance(x, (Bound, Method, Func)) for x in alts) \
-            and len({id(x.info) if isinstance(x, Obj) else id(x) for x in alts}) > 1:
+    if 1 < len(alts) <= MAX_CHOICE and all(_instances(x) is not None or isinstance(x, (Bound, Method, Func))
+                                          or _callable(x) for x in alts) \
+            and len({(id(x.info) if x.info is not None else x.qual) if isinstance(x, Obj) else id(x)
+                     for x in alts}) > 1:
         return Choice(tuple(alts))
     if all(_instances(x) is not None for x in alts):
         return alts[0]  # instances of one class (or too many classes): the first, as a join always did
@@ -501,11 +504,19 @@ def join_paths(a: Val, b: Val) -> Val:
 
 
 def _callables(v: Val) -> tuple[Val, ...] | None:
-    if isinstance(v, Choice) and all(isinstance(x, (Bound, Func)) for x in v.alts):
+    """Functions, bound methods and classes (the code's own, or torch's by name): what a branch picks to call or
+    instantiate later (`norm_act_layer = norm_layer` or a table's entry)."""
+    if isinstance(v, Choice) and all(_callable(x) for x in v.alts):
         return v.alts
-    if isinstance(v, (Bound, Func)):
+    if _callable(v):
         return (v,)
     return None
+
+
+def _callable(v: Val) -> bool:
+    if isinstance(v, (Bound, Func, ClassV)):
+        return True
+    return isinstance(v, Ref) and v.qual.startswith("torch.nn.") and v.qual.rsplit(".", 1)[-1][:1].isupper()
 
 
 def seq_elem(v: Val) -> Val:

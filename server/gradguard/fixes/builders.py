@@ -767,8 +767,9 @@ def _index_instead_of_iterating(ctx: Ctx, name: str) -> list[Fix]:
         return []
     one = f"{ttext}[{idx}]" if dim == 0 else f"{ttext}.select({dim}, {idx})"
     new = f"({one} for {idx} in range({f'len({ttext})' if dim == 0 else f'{ttext}.shape[{dim}]'}))"
-    col = lead + _char_col(header, span_node.col_offset) + 1  # type: ignore[attr-defined]
-    end = lead + _char_col(header, span_node.end_col_offset or 0) + 1  # type: ignore[attr-defined]
+    assert isinstance(span_node, ast.expr)
+    col = lead + _char_col(header, span_node.col_offset) + 1
+    end = lead + _char_col(header, span_node.end_col_offset or 0) + 1
     return [Fix(f"Iterate over `{one}` (views that may be modified in place) instead of unbinding "
                 f"`{_short(ttext, 24)}`", True, (Edit(hdr, col, hdr, end, new),), kind="index-views")]
 
