@@ -28,7 +28,7 @@ from gradguard.analysis.common import (
 )
 from gradguard.analysis.core import AnalyzerCore
 from gradguard.analysis.hazards import Hazard, SaveRecord, Site
-from gradguard.analysis.state import State, join_states
+from gradguard.analysis.state import Heap, State, join_states, split_paths
 from gradguard.analysis.summaries import Cloner
 from gradguard.analysis.values import (
     MAYBE,
@@ -121,13 +121,16 @@ class Calls(AnalyzerCore):
         """Run ``run`` on each alternative of a Choice from a copy of ``st``; ``st`` becomes the join of the copies
         (as after an if/elif over the branches that built them), the result the choice of the results."""
         outs: list[Val] = []
+        heaps: list[Heap] = []
         merged: State | None = None
         for alt in v.alts:
             s = st.copy()
             outs.append(run(alt, s))
+            heaps.append(s.heap)
             merged = join_states(merged, s)
         assert merged is not None
-        st.env, st.heap = merged.env, merged.heap
+        outs, alt_saved = split_paths(outs, heaps)  # the result, as a name bound on each path (see join_states)
+        st.env, st.heap = merged.env, merged.heap if not alt_saved else merged.heap.with_saved(alt_saved)
         return choice(outs)
 
     def _hand_over(self, n: ast.Call, st: State, fr: Frame) -> None:

@@ -36,6 +36,9 @@ class Heap:
     def copy(self) -> Heap:
         return Heap(dict(self.saved), self.steps, self.freed)
 
+    def with_saved(self, more: dict[Storage, tuple[SaveRecord, ...]]) -> Heap:
+        return Heap({**self.saved, **more}, self.steps, self.freed)
+
     def join(self, other: Heap) -> Heap:
         if other is self:
             return self
@@ -75,22 +78,43 @@ class State:
         return self.copy()
 
 
-def _split(va: T, vb: T, ha: Heap, hb: Heap, memo: dict[Storage, Storage]) -> T:
-    """A name bound to storage s only on path A, where s is saved only on path B: on no single path does the name
-    reach a saved s. Give the joined name a stand-in for s so a later mutation through it is not blamed on B's save.
-    """
+def _split(va: T, vb: T, ha: Heap, hb: Heap, memo: dict[Storage, Storage],
+           alt_saved: dict[Storage, tuple[SaveRecord, ...]]) -> T:
+    """A name bound to storage s only on path A, where path B saved s with ops path A did not run (`if norm is not
+    None: h = norm(h)`, norm saving h): on no single path does the name reach s with B's saves. The joined name
+    gets a stand-in for s that carries only A's saves, so a later mutation through it is not blamed on B's."""
     out = set()
     changed = False
     for s in va.storages:
-        if s not in vb.storages and s in hb.saved and s not in ha.saved:
+        theirs = hb.saved.get(s) if s not in vb.storages else None
+        mine = ha.saved.get(s, ())
+        if theirs and theirs is not mine and any(r not in mine for r in theirs):
             alt = memo.get(s)
             if alt is None:
                 alt = memo[s] = Storage(s.desc, s.site, s.leaf, s.param_of)
+                if mine:
+                    alt_saved[alt] = mine
             out.add(alt)
             changed = True
         else:
             out.add(s)
     return va.with_(storages=frozenset(out)) if changed else va
+
+
+def split_paths(vals: list[Val], heaps: list[Heap]) -> tuple[list[Val], dict[Storage, tuple[SaveRecord, ...]]]:
+    """Values that several paths produced (a call run on each alternative of a Choice), each with its path's heap:
+    each tensor value's storages carry only its own path's saves (see _split), and the stand-ins' saves."""
+    alt_saved: dict[Storage, tuple[SaveRecord, ...]] = {}
+    out = list(vals)
+    for i, v in enumerate(out):
+        if not isinstance(v, T):
+            continue
+        memo: dict[Storage, Storage] = {}  # (per path: each path's stand-in carries that path's saves)
+        for j, w in enumerate(vals):
+            if j != i and isinstance(w, T) and w.storages != v.storages:
+                v = _split(v, w, heaps[i], heaps[j], memo, alt_saved)
+        out[i] = v
+    return out, alt_saved
 
 
 def join_states(a: State | None, b: State | None) -> State | None:
@@ -100,6 +124,7 @@ def join_states(a: State | None, b: State | None) -> State | None:
         return a
     env: dict[str, Val] = {}
     memo: dict[Storage, Storage] = {}
+    alt_saved: dict[Storage, tuple[SaveRecord, ...]] = {}
     for k in a.env.keys() | b.env.keys():
         va, vb = a.env.get(k), b.env.get(k)
         if va is None:
@@ -108,8 +133,10 @@ def join_states(a: State | None, b: State | None) -> State | None:
             env[k] = va
         else:
             if isinstance(va, T) and isinstance(vb, T) and va.storages != vb.storages:
-                va = _split(va, vb, a.heap, b.heap, memo)
-                vb = _split(vb, va, b.heap, a.heap, memo)
+                va = _split(va, vb, a.heap, b.heap, memo, alt_saved)
+                vb = _split(vb, va, b.heap, a.heap, memo, alt_saved)
             env[k] = join_paths(va, vb)
-    return State(env, a.heap.join(b.heap), a.no_grad, a.autocast, a.allow_mutation, a.silent and b.silent,
-                 a.inference)
+    heap = a.heap.join(b.heap)
+    if alt_saved:
+        heap = heap.with_saved(alt_saved)
+    return State(env, heap, a.no_grad, a.autocast, a.allow_mutation, a.silent and b.silent, a.inference)
