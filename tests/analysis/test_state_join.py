@@ -26,11 +26,14 @@ def test_a_save_made_only_on_the_path_that_rebinds_the_name_does_not_follow_the_
     normed = State({"h": T(frozenset({new}))}, Heap({old: (common, _rec("LayerNorm", 5))}))
     plain = State({"h": T(frozenset({old}))}, Heap({old: (common,)}))
     for a, b in ((normed, plain), (plain, normed)):
-        out = join_states(a, b)
+        out = join_states(a, b, own=True)
         assert out is not None
         assert _saves(out, "h") == [[], ["sigmoid"]]  # the old h keeps its own path's save, not LayerNorm's
         # the heap still knows the old tensor as LayerNorm saved it, for any other name that holds it
         assert [r.op for r in out.heap.saved[old]] == ["sigmoid", "LayerNorm"]
+        # two passes of a loop are successive iterations, not alternatives: the next pass's saves stay
+        loop = join_states(a, b)
+        assert loop is not None and _saves(loop, "h") == [[], ["sigmoid", "LayerNorm"]]
 
 
 def test_a_save_made_on_both_paths_follows_the_name() -> None:

@@ -127,7 +127,7 @@ class Calls(AnalyzerCore):
             s = st.copy()
             outs.append(run(alt, s))
             heaps.append(s.heap)
-            merged = join_states(merged, s)
+            merged = join_states(merged, s, own=True)
         assert merged is not None
         outs, alt_saved = split_paths(outs, heaps)  # the result, as a name bound on each path (see join_states)
         st.env, st.heap = merged.env, merged.heap if not alt_saved else merged.heap.with_saved(alt_saved)

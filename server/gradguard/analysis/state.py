@@ -79,16 +79,18 @@ class State:
 
 
 def _split(va: T, vb: T, ha: Heap, hb: Heap, memo: dict[Storage, Storage],
-           alt_saved: dict[Storage, tuple[SaveRecord, ...]]) -> T:
+           alt_saved: dict[Storage, tuple[SaveRecord, ...]], own: bool = True) -> T:
     """A name bound to storage s only on path A, where path B saved s with ops path A did not run (`if norm is not
     None: h = norm(h)`, norm saving h): on no single path does the name reach s with B's saves. The joined name
-    gets a stand-in for s that carries only A's saves, so a later mutation through it is not blamed on B's."""
+    gets a stand-in for s that carries only A's saves, so a later mutation through it is not blamed on B's.
+    ``own=False`` (the passes of a loop, whose paths are successive iterations): only where A saved s not at all.
+    """
     out = set()
     changed = False
     for s in va.storages:
         theirs = hb.saved.get(s) if s not in vb.storages else None
         mine = ha.saved.get(s, ())
-        if theirs and theirs is not mine and any(r not in mine for r in theirs):
+        if theirs and theirs is not mine and (not mine if not own else any(r not in mine for r in theirs)):
             alt = memo.get(s)
             if alt is None:
                 alt = memo[s] = Storage(s.desc, s.site, s.leaf, s.param_of)
@@ -117,7 +119,10 @@ def split_paths(vals: list[Val], heaps: list[Heap]) -> tuple[list[Val], dict[Sto
     return out, alt_saved
 
 
-def join_states(a: State | None, b: State | None) -> State | None:
+def join_states(a: State | None, b: State | None, own: bool = False) -> State | None:
+    """The state after two paths. ``own``: the arms of an if, each name keeping only its own path's saves (see
+    _split); the passes of a loop and other joins keep the rule that a name is split only from saves its path
+    never made."""
     if a is None:
         return b
     if b is None:
@@ -133,8 +138,8 @@ def join_states(a: State | None, b: State | None) -> State | None:
             env[k] = va
         else:
             if isinstance(va, T) and isinstance(vb, T) and va.storages != vb.storages:
-                va = _split(va, vb, a.heap, b.heap, memo, alt_saved)
-                vb = _split(vb, va, b.heap, a.heap, memo, alt_saved)
+                va = _split(va, vb, a.heap, b.heap, memo, alt_saved, own)
+                vb = _split(vb, va, b.heap, a.heap, memo, alt_saved, own)
             env[k] = join_paths(va, vb)
     heap = a.heap.join(b.heap)
     if alt_saved:

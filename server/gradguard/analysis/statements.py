@@ -354,7 +354,7 @@ class Statements(AnalyzerCore):
                 o.attrs.pop(name, None)
             else:
                 self.set_attr(o, name, merged)
-        out = join_states(a, b)
+        out = join_states(a, b, own=True)
         if a is not None and b is not None and out is not None:
             out.no_grad, out.silent = no_grad, silent  # both arms go on: as it was before the if
         return out
