@@ -9,6 +9,20 @@ import textwrap
 import pytest
 from gradguard.api import check_source
 
+# a layer table looked up by name, as timm's get_act_layer does (two cases below share it)
+_GET_ACT = """
+        import torch
+        import torch.nn as nn
+        ACTS = dict(relu=nn.ReLU, gelu=nn.GELU, tanh=nn.Tanh, sigmoid=nn.Sigmoid, elu=nn.ELU, selu=nn.SELU,
+                    celu=nn.CELU, silu=nn.SiLU, relu6=nn.ReLU6)
+        def get_act(name):
+            if not name:
+                return None
+            if not isinstance(name, str):
+                return name
+            return ACTS[name.strip().lower()]
+"""
+
 # (id, source, expected codes (sorted), torch outcome)
 CASES = [
     ("dropout_p0_is_a_noop", """
@@ -198,32 +212,12 @@ CASES = [
     """, ["GG101"], "error"),
     # Picking layers by name: str methods on a known string, isinstance on a constant or a class, a class's
     # __name__, a class's truth value (timm's get_act_layer / get_norm_act_layer do all of these)
-    ("act_table_lookup_by_lowered_name", """
-        import torch
-        import torch.nn as nn
-        ACTS = dict(relu=nn.ReLU, gelu=nn.GELU, tanh=nn.Tanh, sigmoid=nn.Sigmoid, elu=nn.ELU, selu=nn.SELU,
-                    celu=nn.CELU, silu=nn.SiLU, relu6=nn.ReLU6)
-        def get_act(name):
-            if not name:
-                return None
-            if not isinstance(name, str):
-                return name
-            return ACTS[name.strip().lower()]
+    ("act_table_lookup_by_lowered_name", _GET_ACT + """
         act = get_act(" ReLU ")(inplace=True)
         x = torch.randn(4, requires_grad=True)
         act(torch.sigmoid(x)).sum().backward()
     """, ["GG102"], "error"),
-    ("act_class_passes_through_the_name_lookup", """
-        import torch
-        import torch.nn as nn
-        ACTS = dict(relu=nn.ReLU, gelu=nn.GELU, tanh=nn.Tanh, sigmoid=nn.Sigmoid, elu=nn.ELU, selu=nn.SELU,
-                    celu=nn.CELU, silu=nn.SiLU, relu6=nn.ReLU6)
-        def get_act(name):
-            if not name:
-                return None
-            if not isinstance(name, str):
-                return name
-            return ACTS[name.strip().lower()]
+    ("act_class_passes_through_the_name_lookup", _GET_ACT + """
         act = get_act(nn.Tanh)()
         x = torch.randn(4, requires_grad=True)
         act(torch.sigmoid(x)).sum().backward()
