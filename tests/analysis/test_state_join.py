@@ -45,3 +45,15 @@ def test_a_save_made_on_both_paths_follows_the_name() -> None:
     assert out is not None
     assert _saves(out, "h") == [[], ["relu"]]
     assert s in out.env["h"].storages  # type: ignore[union-attr]
+
+
+def test_the_other_arm_gave_an_unknown_value() -> None:
+    # if attn is not None: h = attn(h)   (attn saved h, then its result is unknown: the analysis was cut there)
+    from gradguard.analysis.values import UNKNOWN
+
+    old = Storage("resnet output")
+    ran = State({"h": UNKNOWN}, Heap({old: (_rec("GroupNorm", 7),)}))
+    skipped = State({"h": T(frozenset({old}))}, Heap({}))
+    for a, b in ((ran, skipped), (skipped, ran)):
+        out = join_states(a, b, own=True)
+        assert out is not None and _saves(out, "h") == [[]]  # not GroupNorm's: it ran on the other path only

@@ -6,7 +6,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gradguard.analysis.hazards import SaveRecord, Site
-from gradguard.analysis.values import Storage, T, Val, join_paths
+from gradguard.analysis.values import Storage, T, UnknownT, Val, join_paths
+
+_NO_TENSOR = T(frozenset())  # what an unknown value holds, for _split: nothing the analysis can write through
 
 
 @dataclass(frozen=True)
@@ -140,6 +142,12 @@ def join_states(a: State | None, b: State | None, own: bool = False) -> State | 
             if isinstance(va, T) and isinstance(vb, T) and va.storages != vb.storages:
                 va = _split(va, vb, a.heap, b.heap, memo, alt_saved, own)
                 vb = _split(vb, va, b.heap, a.heap, memo, alt_saved, own)
+            elif own and isinstance(va, T) and isinstance(vb, UnknownT):
+                # `if attn is not None: h = attn(h)` where the call gave an unknown value: the join keeps the
+                # other path's h, which must not carry the saves attn made on this path
+                va = _split(va, _NO_TENSOR, a.heap, b.heap, memo, alt_saved, own)
+            elif own and isinstance(vb, T) and isinstance(va, UnknownT):
+                vb = _split(vb, _NO_TENSOR, b.heap, a.heap, memo, alt_saved, own)
             env[k] = join_paths(va, vb)
     heap = a.heap.join(b.heap)
     if alt_saved:
