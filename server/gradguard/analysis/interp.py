@@ -343,6 +343,17 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
                 out.add(node.lineno)
         return frozenset(out)
 
+    def differentiated(self, fi: FuncInfo) -> bool:
+        """Does the workspace differentiate what ``fi`` returns (by its name, :mod:`gradguard.project.grad_uses`)?
+        Then its arguments may require grad, as a module's inputs may, in whatever file it is defined."""
+        node = fi.node
+        if self.project is None or isinstance(node, ast.Lambda) or (fi.mod is not None and fi.mod.source is not None
+                                                                    and fi.mod.source.library):
+            return False
+        files = self.project.callers.differentiated(node.name)
+        self.context_deps.update(files)
+        return bool(files)
+
     def am_only(self, fi: FuncInfo) -> bool:
         """Only ever called inside ``allow_mutation_on_saved_tensors()``."""
         node = fi.node
@@ -389,9 +400,9 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         # Methods of plain classes (datasets, transforms, samplers, optimizers) handle data, not graph tensors;
         # so do free functions of a file with no graph in sight (no module, Function, backward, Parameter).
         if fi.cls is not None:
-            param_rg = MAYBE if module_like else NO
+            param_rg = MAYBE if module_like or self.differentiated(fi) else NO
         else:
-            param_rg = MAYBE if self.graph_file else NO
+            param_rg = MAYBE if self.graph_file or self.differentiated(fi) else NO
         for p in params + list(args.kwonlyargs):
             # forward's required arguments are its tensors; an optional one (`scale=None`) may be anything
             is_tensor = annotated_tensor(p.annotation) or (tensor_params and p.annotation is None

@@ -10,6 +10,10 @@ their callers are the user's code), read with the scan that finds one file's no_
 Only names used inside no_grad code somewhere are candidates, so only files that mention no_grad are scanned up
 front; another file is scanned when its text contains a candidate asked about. Scans are kept per file and redone
 when its text changes (an edit in the editor re-scans one file, not the workspace).
+
+The same index answers the opposite question for :mod:`.grad_uses`: which names' call results the workspace
+differentiates (``energy = evaluate_energy(...)``, ``energy.backward()``), so that such a function runs with grad on
+and inputs that may require it, wherever it is defined.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from gradguard.project.context_scan import (
     opens_context,
     scan_contexts,
 )
+from gradguard.project.grad_uses import differentiated_names, mentions_sink
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -37,15 +42,23 @@ _MARKERS = ("no_grad", "inference_mode", "set_grad_enabled")
 
 
 class _Entry:
-    __slots__ = ("marked", "scan", "sf")
+    __slots__ = ("_sinks", "marked", "scan", "sf")
 
     def __init__(self, sf: SourceFile):
         self.sf = sf
         self.scan: ContextScan | None = None
+        self._sinks: set[str] | None = None
         # opens a no_grad context (a block or a decorator): read up front for candidates. A file that only mentions
         # no_grad (a comment, a string) uses nothing inside it.
         self.marked = any(m in sf.text for m in _MARKERS) and opens_context(sf.lines, NO_GRAD_BLOCK,
                                                                             NO_GRAD_DECORATOR)
+
+    def sinks(self) -> set[str]:
+        """The callee names whose results this file differentiates (:mod:`.grad_uses`)."""
+        if self._sinks is None:
+            tree = self.sf.tree if mentions_sink(self.sf.text) else None
+            self._sinks = differentiated_names(tree) if tree is not None else set()
+        return self._sinks
 
     def scanned(self) -> ContextScan:
         if self.scan is None:
@@ -63,6 +76,7 @@ class CallerIndex:
         self._marked: set[str] = set()  # the files that mention no_grad (their scans give the candidates)
         self._answers: dict[tuple[str, bool], bool] = {}
         self._witnesses: dict[tuple[str, bool], list[str]] = {}
+        self._differentiated: dict[str, list[str]] = {}  # callee name -> the files that differentiate its results
 
     def files(self) -> list[str]:
         if self._files is None:
@@ -106,6 +120,11 @@ class CallerIndex:
             entries[path] = e
         changed = changed or len(entries) != len(self._entries)
         self._entries = entries
+        diff: dict[str, list[str]] = {}
+        for path, e in entries.items():
+            for name in e.sinks():
+                diff.setdefault(name, []).append(path)
+        self._differentiated = diff
         if changed:  # an edit that does not touch a file mentioning no_grad leaves the candidates as they were
             cands: set[str] = set()
             self._marked = set()
@@ -129,6 +148,12 @@ class CallerIndex:
         if got is None:
             got = self._answers[key] = self._decide(name, is_class)
         return got
+
+    def differentiated(self, name: str) -> list[str]:
+        """The workspace files where a result of a call to ``name`` reaches ``backward()`` or
+        ``torch.autograd.grad`` (:mod:`.grad_uses`); empty when none does. They are the answer's witnesses."""
+        self._refresh()
+        return self._differentiated.get(name, [])
 
     def witnesses(self, name: str, is_class: bool) -> list[str]:
         """The files whose uses made ``name`` no_grad-only: a change to one of them can change the answer (the
