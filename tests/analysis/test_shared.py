@@ -178,3 +178,55 @@ def test_editor_rechecks_agree_with_a_fresh_project(tmp_path: Path) -> None:
         fresh.set_overlay(path, text)
         assert _sig(got.findings) == _sig(check_text(text, path, fixes=False, project=fresh).findings)
     assert project.shared.hits > 0
+
+
+CHOICE_BLOCK = '''\
+import os
+import torch
+import torch.nn as nn
+
+
+class DropPath(nn.Module):
+    def __init__(self, p):
+        super().__init__()
+        self.p = p
+
+    def forward(self, x):
+        return x * (torch.rand_like(x) > self.p)
+
+
+class Block(nn.Module):
+    def __init__(self, dim, drop=0.0):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+        self.drop = DropPath(drop) if drop > 0.0 else nn.Identity()
+
+    def forward(self, x):
+        return self.drop(self.fc(x)).sigmoid()
+
+
+block = Block(8, drop=float(os.environ.get("DROP", "0")))
+x = torch.randn(2, 8, requires_grad=True)
+outs = [block(x) for _ in range(4)]
+z = block(x)
+z.add_(1)
+'''
+
+
+def test_calls_on_an_object_holding_a_choice_are_summarised(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``self.drop`` is a DropPath or an Identity (a Choice): the block's calls in the same state are replayed,
+    not run again, and the replay leaves what running it leaves (sigmoid's saved output, written by ``add_``)."""
+    from gradguard.analysis import functions
+
+    runs: list[str] = []
+    inline = functions.Functions.inline
+
+    def counting(self, fi, *a, **k):  # type: ignore[no-untyped-def]
+        runs.append(fi.qual)
+        return inline(self, fi, *a, **k)
+
+    monkeypatch.setattr(functions.Functions, "inline", counting)
+    r = check_text(CHOICE_BLOCK, "choice_block.py", fixes=False, project=None)
+    assert [(f.line, f.code) for f in r.findings] == [(29, "GG101")]
+    # the first call (x not yet saved) and the second (x saved by the first's Linear) run; the other four replay
+    assert runs.count("Block.forward") == 2

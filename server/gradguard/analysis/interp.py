@@ -451,8 +451,12 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         node = fi.node
         if base is None or isinstance(node, ast.Lambda) or node.name == "__init__":
             return []
-        hooks = {x.func.attr for x in ast.walk(node) if isinstance(x, ast.Call) and isinstance(x.func, ast.Attribute)
-                 and isinstance(x.func.value, ast.Name) and x.func.value.id == "self"}
+        hooks: frozenset[str] | None = getattr(node, "_gg_self_calls", None)
+        if hooks is None:
+            hooks = frozenset(x.func.attr for x in ast.walk(node) if isinstance(x, ast.Call)
+                              and isinstance(x.func, ast.Attribute) and isinstance(x.func.value, ast.Name)
+                              and x.func.value.id == "self")
+            node._gg_self_calls = hooks  # type: ignore[union-attr]  # cached on the tree, which it describes
         if not hooks:
             return []
         out = []

@@ -42,6 +42,7 @@ from gradguard.analysis.state import State
 from gradguard.analysis.values import (
     Alt,
     Bound,
+    Choice,
     ClassInfo,
     ClassV,
     Cond,
@@ -136,6 +137,8 @@ class Shape:
             return ("R", v.qual)
         if isinstance(v, Alt):
             return ("A", tuple(self.key(x) for x in v.alts))
+        if isinstance(v, Choice):
+            return ("Ch", tuple(self.key(x) for x in v.alts))
         if isinstance(v, Params):
             return ("P", tuple(self.key(o) if isinstance(o, Obj) else self.storage(o)
                                for o in sorted(v.owners, key=owner_key)))
@@ -332,6 +335,8 @@ class Packer:
             return Seq(None, self.value(v.elem, depth + 1), v.kind)
         if isinstance(v, Alt):
             return Alt(tuple(self.value(a, depth + 1) for a in v.alts))
+        if isinstance(v, Choice):
+            return Choice(tuple(self.value(a, depth + 1) for a in v.alts))
         if isinstance(v, Bound):
             return Bound(self.value(v.obj, depth + 1), self.info(v.func))  # type: ignore[arg-type]
         if isinstance(v, Func):
@@ -434,6 +439,8 @@ class Unpacker:
             return Seq(None, self.value(v.elem), v.kind)
         if isinstance(v, Alt):
             return Alt(tuple(self.value(a) for a in v.alts))
+        if isinstance(v, Choice):
+            return Choice(tuple(self.value(a) for a in v.alts))
         if isinstance(v, Bound):
             return Bound(self.value(v.obj), self.info(v.func))  # type: ignore[arg-type]
         if isinstance(v, Func):

@@ -30,6 +30,7 @@ from gradguard.analysis.state import State, StepEvent
 from gradguard.analysis.values import (
     Alt,
     Bound,
+    Choice,
     ClassInfo,
     ClassV,
     Const,
@@ -163,6 +164,8 @@ class Cloner:
             return Seq(None, self.value(v.elem, depth + 1), v.kind)
         if isinstance(v, Alt):
             return Alt(tuple(x for x in (self.value(a, depth + 1) for a in v.alts) if isinstance(x, Seq)))
+        if isinstance(v, Choice):
+            return Choice(tuple(self.value(a, depth + 1) for a in v.alts))
         if isinstance(v, Bound):
             return Bound(self.value(v.obj, depth + 1), v.func)
         if isinstance(v, Params):
@@ -226,6 +229,13 @@ class Summaries(SharedSummaries):
             return ("R", v.qual)
         if isinstance(v, Alt) and depth < 2:
             return ("A", tuple(self._vkey(x, saved, depth + 1) for x in v.alts))
+        if isinstance(v, Choice):
+            # instances of different classes (`DropPath(p) if p > 0 else nn.Identity()`), classes or functions a
+            # factory picked by name: each alternative as an argument would be; deeper down, an instance is itself
+            if depth < 2:
+                return ("Ch", tuple(self._vkey(x, saved, depth + 1) for x in v.alts))
+            return ("Ch", tuple(("O", x.oid) if isinstance(x, Obj) else self._vkey(x, saved, depth + 1)
+                                for x in v.alts if not isinstance(x, Choice)))
         if isinstance(v, Params):
             return ("P", tuple(sorted(owner_key(o) for o in v.owners)))
         if isinstance(v, Partial) and depth < 2:
@@ -362,6 +372,8 @@ class Summaries(SharedSummaries):
             if depth > 3:
                 return False
             return all(self._replayable(x, depth + 1) for x in (v.items if v.items is not None else (v.elem,)))
+        if isinstance(v, Choice):
+            return all(self._replayable(x, depth + 1) for x in v.alts)
         return False
 
     # ------------------------------------------------------------------ replay
