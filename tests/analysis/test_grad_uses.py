@@ -107,3 +107,24 @@ def test_only_the_workspace_is_read(tmp_path: Path) -> None:
     project = Project(SearchPath(roots=[str(ws)], site=[str(lib)]))
     assert project.callers.differentiated("angle_energy") == []
     assert check_energy(project, ws)[0] == set()
+
+
+LOSSES = textwrap.dedent("""
+    import torch
+
+
+    def {name}(logits, target):
+        probs = torch.sigmoid(logits)
+        probs[target == 255] = 0
+        return (probs * target).mean()
+""")
+
+
+@pytest.mark.parametrize(("name", "found"), [
+    ("soft_dice_loss", True), ("compute_loss", True), ("loss_fn", True), ("losses_for_batch", True),
+    ("dice_score", False),  # a metric: nothing says its inputs require grad
+    ("glossary", False), ("lossless_resize", False),  # `loss` as part of another word
+])
+def test_a_loss_helper_by_name_is_differentiated(name: str, found: bool) -> None:
+    r = check_text(LOSSES.format(name=name), "losses.py", project=None)
+    assert [(f.line, f.code) for f in r.findings] == ([(7, "GG103")] if found else [])

@@ -344,11 +344,15 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         return frozenset(out)
 
     def differentiated(self, fi: FuncInfo) -> bool:
-        """Does the workspace differentiate what ``fi`` returns (by its name, :mod:`gradguard.project.grad_uses`)?
-        Then its arguments may require grad, as a module's inputs may, in whatever file it is defined."""
+        """Does the workspace differentiate what ``fi`` returns (by its name, :mod:`gradguard.project.grad_uses`), or
+        is it a loss helper by name? Then its arguments may require grad, as a module's inputs may, in whatever file
+        it is defined."""
         node = fi.node
-        if self.project is None or isinstance(node, ast.Lambda) or (fi.mod is not None and fi.mod.source is not None
-                                                                    and fi.mod.source.library):
+        if isinstance(node, ast.Lambda):
+            return False
+        if "loss" in node.name.lower().split("_") or "losses" in node.name.lower().split("_"):
+            return True  # a loss helper (`dice_loss`, `compute_loss`): what it returns is what gets differentiated
+        if self.project is None or (fi.mod is not None and fi.mod.source is not None and fi.mod.source.library):
             return False
         files = self.project.callers.differentiated(node.name)
         self.context_deps.update(files)
