@@ -128,3 +128,14 @@ LOSSES = textwrap.dedent("""
 def test_a_loss_helper_by_name_is_differentiated(name: str, found: bool) -> None:
     r = check_text(LOSSES.format(name=name), "losses.py", project=None)
     assert [(f.line, f.code) for f in r.findings] == ([(7, "GG103")] if found else [])
+
+
+def test_the_index_keeps_no_trees(tmp_path: Path) -> None:
+    # the editor's workspace index reads every file that mentions a sink; only the analysis keeps parsed trees
+    (tmp_path / "pyproject.toml").write_text("")
+    for i in range(3):
+        (tmp_path / f"train{i}.py").write_text(f"e = energy{i}(x)\ne.backward()\n")
+    project = Project(SearchPath(roots=[str(tmp_path)]))
+    assert project.callers.differentiated("energy1") == [str(tmp_path / "train1.py")]
+    sf = project.source(str(tmp_path / "train1.py"))
+    assert sf is not None and not sf._parsed

@@ -56,7 +56,7 @@ class _Entry:
     def sinks(self) -> set[str]:
         """The callee names whose results this file differentiates (:mod:`.grad_uses`)."""
         if self._sinks is None:
-            tree = self.sf.tree if mentions_sink(self.sf.text) else None
+            tree = self.sf.peek_tree() if mentions_sink(self.sf.text) else None
             self._sinks = differentiated_names(tree) if tree is not None else set()
         return self._sinks
 

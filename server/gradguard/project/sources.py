@@ -67,12 +67,21 @@ class SourceFile:
         """The parsed module, or None when it does not parse (such a module is opaque)."""
         if not self._parsed:
             self._parsed = True
-            if len(self.text) <= MAX_MODULE_BYTES:
-                try:
-                    self._tree = ast.parse(self.text, filename=self.path)
-                except (SyntaxError, ValueError, RecursionError, MemoryError):
-                    self._tree = None
+            self._tree = self._parse()
         return self._tree
+
+    def peek_tree(self) -> ast.Module | None:
+        """The parsed module for one look (a workspace index's scan): the kept tree when there is one, else a
+        parse that is not kept, so that indexing a large workspace does not hold every file's tree."""
+        return self._tree if self._parsed else self._parse()
+
+    def _parse(self) -> ast.Module | None:
+        if len(self.text) > MAX_MODULE_BYTES:
+            return None
+        try:
+            return ast.parse(self.text, filename=self.path)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
 
     @property
     def bindings(self) -> dict[str, list[Binding]]:
