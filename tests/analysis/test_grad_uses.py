@@ -87,6 +87,11 @@ def test_a_differentiated_function_takes_inputs_that_may_require_grad(tmp_path: 
     found, deps = check_energy(project, tmp_path)
     assert found == {(7, "GG101")}
     assert str(test) in deps  # an edit to the test file re-checks (and re-caches) the energy
+    # an edit that leaves the differentiated names as they were (a keystroke in a comment) keeps the table
+    table = project.callers._differentiated
+    project.set_overlay(str(test), test.read_text() + "# more\n")
+    assert project.callers.differentiated("angle_energy") == [str(test)]
+    assert project.callers._differentiated is table
     # the editor's buffer: the test now only prints the energy
     project.set_overlay(str(test), "from energy import angle_energy\n\nprint(angle_energy(1, 2, 3))\n")
     assert project.callers.differentiated("angle_energy") == []

@@ -67,6 +67,9 @@ from gradguard.project.context_scan import allow_mutation_only, no_grad_only
 _PRIVATE_NAME = re.compile(r"\b_\w+")
 
 
+_LOSS_WORDS = frozenset({"loss", "losses"})  # a word of a loss helper's name (`soft_dice_loss`, `loss_fn`)
+
+
 def _references(lines: list[str]) -> Counter[str]:
     """How often each private name (``_helper``, ``self._helper``) occurs in the file's text: one regex pass,
     a fraction of a walk over the tree (comments and strings that name it count too, which only errs toward
@@ -350,7 +353,7 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         node = fi.node
         if isinstance(node, ast.Lambda):
             return False
-        if "loss" in node.name.lower().split("_") or "losses" in node.name.lower().split("_"):
+        if not _LOSS_WORDS.isdisjoint(node.name.lower().split("_")):
             return True  # a loss helper (`dice_loss`, `compute_loss`): what it returns is what gets differentiated
         if self.project is None or (fi.mod is not None and fi.mod.source is not None and fi.mod.source.library):
             return False

@@ -109,22 +109,27 @@ class CallerIndex:
         self._witnesses.clear()
         entries: dict[str, _Entry] = {}
         changed = False
+        sinks_changed = False
         for path in self.files():
             sf = self.project.source(path)
             if sf is None or sf.library:
                 continue
             e = self._entries.get(path)
             if e is None or e.sf is not sf:
-                e = _Entry(sf)
+                old, e = e, _Entry(sf)
                 changed = changed or e.marked or path in self._marked
+                # (an edit that leaves a file's differentiated names as they were keeps the table: keystrokes)
+                sinks_changed = sinks_changed or old is None or old._sinks != e.sinks()
             entries[path] = e
         changed = changed or len(entries) != len(self._entries)
+        sinks_changed = sinks_changed or len(entries) != len(self._entries)
         self._entries = entries
-        diff: dict[str, list[str]] = {}
-        for path, e in entries.items():
-            for name in e.sinks():
-                diff.setdefault(name, []).append(path)
-        self._differentiated = diff
+        if sinks_changed:
+            diff: dict[str, list[str]] = {}
+            for path, e in entries.items():
+                for name in e.sinks():
+                    diff.setdefault(name, []).append(path)
+            self._differentiated = diff
         if changed:  # an edit that does not touch a file mentioning no_grad leaves the candidates as they were
             cands: set[str] = set()
             self._marked = set()
