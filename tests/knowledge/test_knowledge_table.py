@@ -324,6 +324,52 @@ def test_views_share_version_counter(kb: Knowledge, name: str, call: Any) -> Non
     assert y._version > v
 
 
+def cplx(*shape: int) -> Any:
+    return torch.randn(*shape, dtype=torch.complex64)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name,arg,make,call", [
+    ("Tensor.conj", "self", lambda: cplx(4, 6), lambda t: t.conj()),
+    ("torch.conj", "input", lambda: cplx(4, 6), torch.conj),
+    ("torch.view_as_real", "input", lambda: cplx(4, 6), torch.view_as_real),
+    ("torch.view_as_complex", "input", lambda: torch.randn(4, 6, 2), torch.view_as_complex),
+    ("torch.real", "input", lambda: cplx(4, 6), torch.real),
+    ("torch.imag", "input", lambda: cplx(4, 6), torch.imag),
+])
+def test_complex_views_share_version_counter(kb: Knowledge, name: str, arg: str, make: Any, call: Any) -> None:
+    info = kb.get(name)
+    assert info is not None and info.view_of == arg, name
+    x = make()
+    y = call(x)
+    v = y._version
+    x.mul_(2)
+    assert y._version > v
+
+
+@pytest.mark.torch
+def test_complex_saves(kb: Knowledge) -> None:
+    """abs/angle of a complex tensor save it; a real-to-complex FFT saves its real input, the inverse saves
+    nothing; conj_physical is only the same tensor for a real input, which the table cannot see."""
+    for name, arg in (("torch.angle", "input"), ("Tensor.angle", "self"), ("torch.fft.rfft", "input"),
+                      ("torch.fft.rfft2", "input")):
+        info = kb.get(name)
+        assert info is not None and arg in info.saves, name
+    for name in ("torch.fft.irfft", "torch.fft.fft", "torch.fft.ifft2"):
+        info = kb.get(name)
+        assert info is not None and not info.saves and not info.saves_output, name
+    c = cplx(4, 6).requires_grad_()
+    _, packed = saved_storages(lambda: torch.angle(c))
+    assert _ptr(c) in ptrs(packed)
+    x = nonleaf(4, 6)
+    _, packed = saved_storages(lambda: torch.fft.rfft(x))
+    assert _ptr(x) in ptrs(packed)
+    spec = torch.fft.rfft(x)
+    _, packed = saved_storages(lambda: torch.fft.irfft(spec))
+    assert not packed
+    assert torch.conj_physical(spec) is not spec and torch.conj_physical(x) is x
+
+
 @pytest.mark.torch
 def test_not_views(kb: Knowledge) -> None:
     for name in ("Tensor.clone", "torch.nn.functional.relu", "operator.getitem[key=Tensor]"):

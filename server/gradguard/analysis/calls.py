@@ -988,8 +988,9 @@ _CALLABLE_TYPE_TESTS: dict[str, dict[str, bool]] = {
     "types.FunctionType": {"class": False, "function": True, "partial": False},
 }
 
-# dtype casts that return their input unchanged when it already has that dtype (probed on float32: a view)
-_DTYPE_CASTS = frozenset({"Tensor.float"})
+# ops that return their input unchanged only for some dtypes (probed on float32: a view): a cast to the dtype it
+# already has; conj_physical, which copies a complex tensor and returns a real one as it is
+_DTYPE_CASTS = frozenset({"Tensor.float", "Tensor.conj_physical", "torch.conj_physical"})
 # what is float32 whatever the code around it does (the default dtype of torch's random factories)
 _FLOAT32_ORIGINS = frozenset({"randn", "rand", "randn_like", "rand_like"})
 _BINARY_OVERLOADS = {"torch.max": "torch.maximum", "torch.min": "torch.minimum",

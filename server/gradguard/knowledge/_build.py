@@ -67,7 +67,7 @@ def probe_spec(spec: Spec) -> dict[str, Any]:
     for n in tensor_args:
         v = plain.named[n]
         vs = v if isinstance(v, list) else [v]
-        if vs and all(t.is_floating_point() for t in vs) and not spec.grad_params:
+        if vs and all(t.is_floating_point() or t.is_complex() for t in vs) and not spec.grad_params:
             float_args.append(n)
     own = [f"self.{p}" for p, _ in plain.module.named_parameters()] if plain.module is not None else []
     sources = float_args + own

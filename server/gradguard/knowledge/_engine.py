@@ -81,7 +81,7 @@ def flatten_tensors(obj: Any) -> list[torch.Tensor]:
 
 def _copy(template: torch.Tensor, requires_grad: bool, leaf: bool = False) -> torch.Tensor:
     t = template.detach().clone().to(DEVICE[0])
-    if requires_grad and t.is_floating_point():
+    if requires_grad and (t.is_floating_point() or t.is_complex()):
         t.requires_grad_(True)
         if not leaf:
             t = t.clone()  # a non-leaf: in-place ops on it are legal

@@ -94,6 +94,11 @@ def p46() -> torch.Tensor:
     return R(4, 6)
 
 
+def c46() -> torch.Tensor:
+    """Complex samples (spectral layers, FFT features)."""
+    return torch.randn(4, 6, dtype=torch.complex64)
+
+
 def img() -> torch.Tensor:
     return N(2, 3, 4, 4)
 
@@ -775,11 +780,36 @@ def _init_specs() -> list[Spec]:
     return out
 
 
+def _complex_specs() -> list[Spec]:
+    """Complex tensors: ``conj()``, ``real``/``imag`` and ``view_as_real``/``view_as_complex`` are views (a write
+    through them reaches the base), ``abs``/``angle`` save their input, the FFTs are linear and save nothing."""
+    out = [
+        fn("torch.conj", torch.conj, _in(c46), aten="conj"),
+        meth("conj", _in(c46)),
+        fn("torch.view_as_real", torch.view_as_real, _in(c46), aten="view_as_real"),
+        fn("torch.view_as_complex", torch.view_as_complex, _in(lambda: N(4, 6, 2)), aten="view_as_complex"),
+        fn("torch.real", torch.real, _in(c46), aten="real"),
+        fn("torch.imag", torch.imag, _in(c46), aten="imag"),
+        fn("torch.angle", torch.angle, _in(c46), aten="angle"),
+        meth("angle", _in(c46)),
+        fn("torch.polar", torch.polar, _in(p46, x46), aten="polar"),
+        fn("torch.complex", torch.complex, _in(x46, x46), aten="complex"),
+    ]
+    # A transform of a real input saves it (the real-to-complex kernel); of a complex one, nothing. fft and its
+    # kin take either, and their input's dtype is rarely known: they are probed on complex inputs, so that no save
+    # is assumed that may not happen; rfft and ihfft only take real ones.
+    for name in ("rfft", "rfft2", "rfftn", "ihfft", "fftshift", "ifftshift"):
+        out.append(fn(f"torch.fft.{name}", getattr(torch.fft, name), _in(x46), aten=f"fft_{name}"))
+    for name in ("fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "irfft", "irfft2", "irfftn", "hfft"):
+        out.append(fn(f"torch.fft.{name}", getattr(torch.fft, name), _in(c46), aten=f"fft_{name}"))
+    return out
+
+
 # functionals and modules with an ``inplace`` parameter get a NAME[inplace=True] variant (added by probe.py)
 def all_specs() -> list[Spec]:
     specs = (
         _operator_specs() + _fn_specs() + _method_specs() + _functional_specs() + _module_specs()
-        + _init_specs() + _unary_specs() + _binary_specs()
+        + _init_specs() + _unary_specs() + _binary_specs() + _complex_specs()
     )
     seen: set[str] = set()
     out = []
