@@ -159,6 +159,24 @@ def test_an_edit_reruns_only_what_reads_the_edited_chunk(tmp_path: Path, monkeyp
     assert len(ran) == 5
 
 
+def test_a_run_that_reused_what_the_module_computed_reads_its_chunks() -> None:
+    """The module's own run (`main()` under `__main__`) is the first to call the factory chain; a function run that
+    reuses its results reads the factories' chunks too, so that deleting `return model` in one re-runs `main`."""
+    fixture = FIXTURES / "gg101" / "pos_factory_chain_of_wrappers.py"
+    path = str(fixture)
+    text = fixture.read_text(encoding="utf-8")
+    project = Project(SearchPath(roots=[str(FIXTURES)]))
+    project.set_overlay(path, text)
+    first = check_text(text, path, fixes=False, project=project, incremental=True)
+    assert [f.code for f in first.findings] == ["GG101"]
+    edited = text.replace("        p.requires_grad_(True)\n    return model\n", "        p.requires_grad_(True)\n")
+    assert edited != text  # `build` returns None now
+    project.set_overlay(path, edited)
+    inc = check_text(edited, path, fixes=False, project=project, incremental=True)
+    full = check_text(edited, path, fixes=False, project=project)
+    assert _sig(inc.findings) == _sig(full.findings) == []
+
+
 def test_another_file_changing_drops_the_memo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = str(tmp_path / "models.py")
     other = str(tmp_path / "other.py")

@@ -113,6 +113,7 @@ class AnalyzerCore:
         self.reach_lines: set[int] | None = None
         self.reach_names: set[str] | None = None
         self.cache_reach: dict[Any, tuple[frozenset[int], frozenset[str]]] = {}
+        self.reach_unknown = False  # the run reused a result computed while nothing was recorded
         self.entry_log: list[Hazard] | None = None
 
     def inference_tensor(self, val: T) -> bool:
@@ -226,6 +227,8 @@ class AnalyzerCore:
                 assert self.reach_names is not None
                 self.reach_lines.update(got[0])
                 self.reach_names.update(got[1])
+            else:
+                self.reach_unknown = True  # what it read is not known: the run cannot be replayed later
 
     def step_event(self, owners: frozenset[Any], site: Site, stmt: Site, op: str) -> StepEvent:
         """A step made here; inside another module's function called from the checked file, it is reported at

@@ -181,10 +181,14 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         self.context_deps = set()
         st = State({}, Heap())
         fr = Frame(None, 0)
+        if record:  # what the module's own run computes and caches is reused by function runs: record what it read
+            self.reach_lines, self.reach_names = set(), set()
         try:
             self.exec_block(self.tree.body, st, fr, module=True)
         except Budget:
             pass  # exec_stmt noted where (see AnalyzerCore.truncated)
+        finally:
+            self.reach_lines = self.reach_names = None
         chunks = chunks_of(self.tree, self.lines) if record else []
         starts, names = chunk_index(chunks)
         plan = None
@@ -202,6 +206,7 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
             self.foreign_used, self.foreign_limit = 0, FOREIGN_PER_FUNCTION
             if key is not None:
                 self.reach_lines, self.reach_names, self.entry_log = set(), set(), []
+                self.reach_unknown = False
             try:
                 self.standalone(fi)
             except Budget:
@@ -209,8 +214,10 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
             finally:
                 if key is not None and self.memo_out is not None:
                     assert self.reach_lines is not None and self.reach_names is not None
-                    self.memo_out.entries[key] = Entry(tuple(self.entry_log or ()), reach_chunks(
-                        chunks, starts, names, self.reach_lines, self.reach_names))
+                    reach = reach_chunks(chunks, starts, names, self.reach_lines, self.reach_names)
+                    # (-1: a chunk no edit keeps, so that a run that reused what it cannot trace is run again)
+                    self.memo_out.entries[key] = Entry(tuple(self.entry_log or ()),
+                                                       reach | {-1} if self.reach_unknown else reach)
                 self.reach_lines = self.reach_names = self.entry_log = None
         return sorted(self.hazards.values(), key=lambda h: (h.site.line, h.site.col))
 
