@@ -768,7 +768,7 @@ class Calls(AnalyzerCore):
         elif out_t is not None:
             res = out_t
         elif (view_arg := info.view_of or (info.args[0] if info.multi_output_view and info.args else None)) \
-                and isinstance(bound.get(view_arg), T):
+                and isinstance(bound.get(view_arg), T) and not _copies(info, bound, pos, bound[view_arg]):
             base = bound[view_arg]
             assert isinstance(base, T)
             if info.name in ("Tensor.detach", "torch.detach"):
@@ -787,7 +787,7 @@ class Calls(AnalyzerCore):
             vt = T(base.storages, rg=out_rg if grad_on else NO, leaf=base.leaf, view=view,
                    view_op=f"{display}()" if info.multi_output_view else base.view_op or display,
                    prov=prov, alias_of=base.alias_of, alias_site=base.alias_site, origin=display,
-                   view_site=self.site(n))
+                   view_site=self.site(n), noncontig=_strided(info, bound, base))
             if info.multi_output_view:
                 return Seq(None, vt, "tuple")
             res = vt
@@ -987,6 +987,52 @@ _CALLABLE_TYPE_TESTS: dict[str, dict[str, bool]] = {
     "builtins.type": {"class": True, "function": False, "partial": False},
     "types.FunctionType": {"class": False, "function": True, "partial": False},
 }
+
+# views whose result is not contiguous whatever their input (a transposed, permuted, broadcast layout)
+_STRIDED_VIEWS = frozenset({"transpose", "t", "permute", "movedim", "moveaxis", "swapaxes", "swapdims", "expand",
+                            "expand_as", "diagonal", "unfold", "hsplit"})
+# views along a dimension: the parts are strided unless it is the first one
+_DIM_VIEWS = frozenset({"select", "narrow", "split", "chunk", "unbind", "tensor_split", "split_with_sizes",
+                        "unsafe_split", "unsafe_chunk"})
+def _short(info: OpInfo) -> str:
+    return info.name.rsplit(".", 1)[-1]
+
+
+def _strided(info: OpInfo, bound: dict[str, Val], base: T) -> bool:
+    """Is the view ``info`` makes of ``base`` known not to be contiguous?"""
+    short = _short(info)
+    if short in _STRIDED_VIEWS:
+        return True
+    if short in _DIM_VIEWS:
+        dim = bound.get("dim")
+        if isinstance(dim, Const) and dim.known and isinstance(dim.value, int) and not isinstance(dim.value, bool):
+            return dim.value != 0 or base.noncontig
+    return base.noncontig
+
+
+def _copies(info: OpInfo, bound: dict[str, Val], pos: list[Val], base: T) -> bool:
+    """A new tensor, not a view, when ``base`` is known not to be contiguous: ``x.contiguous()``, and a reshape to
+    one dimension (``x.reshape(-1)``, ``x.flatten()``), which cannot keep strided elements in a view. (Other
+    reshapes of it may still be views: splitting a dimension, merging ones the transpose did not touch.)"""
+    if not base.noncontig:
+        return False
+    short = _short(info)
+    if short == "contiguous":
+        return True
+    if short == "flatten":
+        start, end = bound.get("start_dim"), bound.get("end_dim")
+        return (start is None or _is_num(start, 0)) and (end is None or _is_num(end, -1))
+    if short == "reshape":
+        shape = [v for v in pos[1:] if not isinstance(v, T)]
+        if len(shape) == 1 and isinstance(shape[0], Seq) and shape[0].items is not None:
+            shape = list(shape[0].items)
+        return len(shape) == 1 and _is_num(shape[0], -1)
+    return False
+
+
+def _is_num(v: Val, n: int) -> bool:
+    return isinstance(v, Const) and v.known and v.value == n and not isinstance(v.value, bool)
+
 
 # ops that return their input unchanged only for some dtypes (probed on float32: a view): a cast to the dtype it
 # already has; conj_physical, which copies a complex tensor and returns a real one as it is

@@ -79,6 +79,27 @@ TENSOR_PROPERTIES = frozenset({
     "sample", "rsample", "pred", "out", "output", "features", "embeddings",
 })
 
+def _strided_index(s: ast.expr) -> bool:
+    """Does basic indexing with ``s`` give a strided view of a contiguous tensor? It does when it narrows a dimension
+    (an index, a partial slice) after one it keeps whole or in part (``x[:, 0]``, ``x[..., :2]``, ``x[1:3, 0]``), or
+    steps (``x[::2]``); ``x[0]``, ``x[1:3]``, ``x[0, 1:3]``, ``x[:, None]`` stay contiguous."""
+    kept = False
+    for p in s.elts if isinstance(s, ast.Tuple) else [s]:
+        if isinstance(p, ast.Constant) and p.value is None:
+            continue
+        if isinstance(p, ast.Constant) and p.value is Ellipsis:
+            kept = True
+            continue
+        if isinstance(p, ast.Slice):
+            if p.step is not None or (kept and (p.lower is not None or p.upper is not None)):
+                return True
+            kept = True
+            continue
+        if kept:
+            return True
+    return False
+
+
 _EXPR: dict[type, Any] = {}  # node class -> handler (an ``e_*`` method): dispatch without building names
 
 
@@ -352,7 +373,8 @@ class Expressions(AnalyzerCore):
                 base.view if base.view in SPECIAL_VIEWS else "view")
             return T(base.storages, rg=NO if st.no_grad else base.rg, leaf=base.leaf, view=view,
                      view_op=base.view_op or "indexing", maybe_tensor=base.maybe_tensor, prov=base.prov,
-                     alias_of=base.alias_of, alias_site=base.alias_site, origin="indexing", view_site=self.site(n))
+                     alias_of=base.alias_of, alias_site=base.alias_site, origin="indexing", view_site=self.site(n),
+                     noncontig=base.noncontig or _strided_index(n.slice))
         if isinstance(base, Seq):
             if (keyed := base.entries()) is not None:
                 if (name := known_str(idx)) is not None and name in keyed:
@@ -482,7 +504,8 @@ class Expressions(AnalyzerCore):
             if attr in ("T", "mT", "H", "mH", "real", "imag"):
                 info = self.kb.get(f"Tensor.{attr}") or self.kb.get("Tensor.t")
                 return T(base.storages, rg=base.rg, leaf=base.leaf,
-                         view=base.view if base.view in SPECIAL_VIEWS else "view", view_op=attr, prov=base.prov) \
+                         view=base.view if base.view in SPECIAL_VIEWS else "view", view_op=attr, prov=base.prov,
+                         noncontig=True) \
                     if info is not None or attr in ("T", "mT") else UNKNOWN
             if attr in ("grad",):
                 got = [self.grads[s] for s in ordered(base.storages) if s in self.grads]

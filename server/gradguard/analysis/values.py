@@ -148,6 +148,9 @@ class T(Val):
     alias_site: Site | None = None
     view_site: Site | None = None  # where this view (of another tensor's storage) was made
     origin: str = ""  # how it was made ("sigmoid", "nn.Parameter", ...)
+    # known not to be contiguous (a transposed, permuted or strided view): `.contiguous()`, `.reshape()` and
+    # `.flatten()` of it return a copy, not a view. False: contiguous, or not known.
+    noncontig: bool = False
 
     def with_(self, **kw: Any) -> T:
         return replace(self, **kw)
@@ -439,7 +442,7 @@ def join(a: Val, b: Val) -> Val:
                  maybe_tensor=a.maybe_tensor and b.maybe_tensor, maybe_tuple=a.maybe_tuple or b.maybe_tuple,
                  prov=a.prov | b.prov, alias_of=a.alias_of or b.alias_of, alias_site=a.alias_site or b.alias_site,
                  view_site=a.view_site or b.view_site,
-                 origin=a.origin or b.origin)
+                 origin=a.origin or b.origin, noncontig=a.noncontig and b.noncontig)
     if isinstance(a, T) and b is UNKNOWN:
         return a
     if isinstance(b, T) and a is UNKNOWN:
