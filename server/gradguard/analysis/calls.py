@@ -624,8 +624,10 @@ class Calls(AnalyzerCore):
                 # `state.float()` is `state` itself only when it is already float32; of a tensor whose dtype is not
                 # known (a parameter, a buffer, a bf16 activation) it may as well be a copy: no alias is assumed
                 info = dataclasses.replace(info, view_of=None)
-        if "dim" in bound or (info.kind in ("function", "method") and len(pos) >= (3 if info.kind == "method" else 2)
-                              and not isinstance(pos[-1], T)):
+        if "dim" in bound or (info.kind in ("function", "method") and len(pos) >= 2
+                              and not isinstance(pos[1], T)):
+            # `x.max(-1)`, `torch.max(x, 1)`: the reduction along a dimension (a (values, indices) pair), not the
+            # whole-tensor one; `x.max(y)` was taken for the elementwise maximum above
             short = info.name.split(".", 1)[1] if info.name.startswith("Tensor.") else None
             var = kb.get(f"{info.name}[dim]") or (kb.get(f"torch.{short}[dim]") if short else None)
             if var is not None:
