@@ -587,7 +587,11 @@ class Expressions(AnalyzerCore):
         if p is None:
             label = f"`{obj.qual.rsplit('.', 1)[-1]}.{name}`" if obj.qual else f"`{name}`"
             s = Storage(f"{label} is a parameter", obj.ctor, leaf=True, param_of=obj)
-            p = T(frozenset({s}), rg=YES, leaf=True, origin=name)
+            frozen = obj.cfg.get("frozen")
+            if isinstance(frozen, Const) and frozen.value is True:  # `nn.Conv2d(...).requires_grad_(False)`
+                p = T(frozenset({s}), rg=NO, leaf=False, origin=name)
+            else:
+                p = T(frozenset({s}), rg=YES, leaf=True, origin=name)
             obj.params[name] = p
         return p
 
