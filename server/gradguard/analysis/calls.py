@@ -1012,11 +1012,11 @@ def _strided(info: OpInfo, bound: dict[str, Val], base: T) -> bool:
     return base.noncontig
 
 
-def _copies(info: OpInfo, bound: dict[str, Val], pos: list[Val], base: T) -> bool:
+def _copies(info: OpInfo, bound: dict[str, Val], pos: list[Val], base: Val) -> bool:
     """A new tensor, not a view, when ``base`` is known not to be contiguous: ``x.contiguous()``, and a reshape to
     one dimension (``x.reshape(-1)``, ``x.flatten()``), which cannot keep strided elements in a view. (Other
     reshapes of it may still be views: splitting a dimension, merging ones the transpose did not touch.)"""
-    if not base.noncontig:
+    if not (isinstance(base, T) and base.noncontig):
         return False
     short = _short(info)
     if short == "contiguous":
