@@ -8,10 +8,12 @@ file's calls did, and must never be replayed into the analysis of a file the cal
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from gradguard.analysis import functions, interp
 from gradguard.api import check_paths, check_text
 from gradguard.config import Config
 from gradguard.model import Finding
@@ -230,3 +232,68 @@ def test_calls_on_an_object_holding_a_choice_are_summarised(monkeypatch: pytest.
     assert [(f.line, f.code) for f in r.findings] == [(29, "GG101")]
     # the first call (x not yet saved) and the second (x saved by the first's Linear) run; the other four replay
     assert runs.count("Block.forward") == 2
+
+
+STEP_HELPER = textwrap.dedent("""
+    def update_params(optim, loss, retain_graph=False):
+        optim.zero_grad()
+        loss.backward(retain_graph=retain_graph)
+        optim.step()
+""")
+
+AGENT = textwrap.dedent("""
+    import torch
+    import torch.nn as nn
+
+    from nets import Net
+    from utils import update_params
+
+
+    class Agent:
+        def __init__(self):
+            self.net = Net()
+            self.head_optim = torch.optim.SGD(self.net.head.parameters(), lr=0.1)
+            self.body_optim = torch.optim.SGD(self.net.body.parameters(), lr=0.1)
+
+        def learn(self, x):
+            h, out = self.net(x)
+            shared = out.pow(2).mean()
+            update_params(self.head_optim, out.mean() + shared, retain_graph=True)
+            update_params(self.body_optim, h.mean() + shared)
+""")
+
+NETS = textwrap.dedent("""
+    import torch.nn as nn
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Linear(4, 4)
+            self.head = nn.Linear(4, 2)
+
+        def forward(self, x):
+            h = self.body(x)
+            a = h * 2
+            b = a + 1
+            c = b - 1
+            d = c * 0.5
+            out = self.head(d)
+            return h, out
+""")
+
+
+def test_a_small_step_helper_is_followed_after_a_large_callee_used_the_budget(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A function's budget for other modules' code (common.FOREIGN_PER_FUNCTION) is spent on the model; the small
+    helper that steps an optimizer between two backward passes is still followed (fqf-iqn-qrdqn's update_params)."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "utils.py").write_text(STEP_HELPER)
+    (tmp_path / "nets.py").write_text(NETS)
+    monkeypatch.setattr(interp, "FOREIGN_PER_FUNCTION", 6)  # the model's forward alone uses more
+    project = Project(SearchPath(roots=[str(tmp_path)]))
+    got = check_text(AGENT, str(tmp_path / "agent.py"), project=project)
+    assert [(f.code, f.line) for f in got.findings] == [("GG202", 18)]
+    monkeypatch.setattr(functions, "SMALL_FOREIGN_SLACK", 0)
+    project = Project(SearchPath(roots=[str(tmp_path)]))
+    assert check_text(AGENT, str(tmp_path / "agent.py"), project=project).findings == []

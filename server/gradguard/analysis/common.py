@@ -29,6 +29,10 @@ STANDALONE_DEPTH = 3  # a function analysed on its own inlines 3 levels of calle
 # and stays unknown, as it was before imports were followed. This keeps the cost linear in the checked code.
 FOREIGN_PER_FUNCTION = 400
 FOREIGN_MODULE_LEVEL = 5_000
+# A small callee (a training-step helper: zero_grad, backward, step) is followed past that budget, up to a slack:
+# what a large callee used up must not hide `update_params(optim, loss)` from the function that calls it.
+SMALL_FOREIGN = 12
+SMALL_FOREIGN_SLACK = 120
 MAX_LOOP_PRODUCT = 6  # loops nested in loops: the passes of a nest multiply to at most this
 # A loop over a sequence of known length (a ModuleList, `range(3)`, a literal list) runs once per element, with
 # each element (and index) bound as it is, for sequences of at most this many elements, while the passes and

@@ -7,6 +7,8 @@ from typing import Any
 
 from gradguard.analysis.common import (
     MAX_DEPTH,
+    SMALL_FOREIGN,
+    SMALL_FOREIGN_SLACK,
     Budget,
     Frame,
     storages_of,
@@ -78,7 +80,8 @@ class Functions(Summaries):
         size = body_size(fi.node)
         if self.shared_recs:
             self.note_need(size)
-        if self.foreign_used + size <= self.foreign_limit:
+        if self.foreign_used + size <= self.foreign_limit or (
+                size <= SMALL_FOREIGN and self.foreign_used + size <= self.foreign_limit + SMALL_FOREIGN_SLACK):
             return True
         if self.shared_recs:
             self.note_cut()
