@@ -107,3 +107,42 @@ def test_a_file_that_only_mentions_no_grad_is_not_scanned_for_candidates(tmp_pat
     assert index.only_under_no_grad("march", False)
     notes = str((tmp_path / "notes.py").resolve())
     assert notes not in index._marked and str((tmp_path / "caller.py").resolve()) in index._marked
+
+
+GATE = textwrap.dedent("""
+    import torch
+    import torch.nn as nn
+
+
+    class Gate(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(4, 4)
+
+        def scores(self, x):
+            s = torch.sigmoid(self.proj(x))
+            s.masked_fill_(s < 0.1, 0.0)
+            return s
+
+        def forward(self, x):
+            with torch.no_grad():
+                keep = self.scores(x) > 0.5
+            return self.proj(x) * keep
+""")
+
+
+def test_a_method_its_file_only_calls_under_no_grad_is_called_with_grad_elsewhere(tmp_path: Path) -> None:
+    """gate.py only calls `scores` under no_grad; a training script calls it with autograd on (an auxiliary loss),
+    so its in-place mask is reported. A variable named `scores` elsewhere is not a call of it."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "gate.py").write_text(GATE)
+    (tmp_path / "report.py").write_text("scores = [1, 2]\nprint(sorted(scores))\n")
+    project = Project(SearchPath(roots=[str(tmp_path)]))
+    path = str(tmp_path / "gate.py")
+    assert check_text(GATE, path, project=project).findings == []
+    train = "from gate import Gate\n\ngate = Gate()\nloss = gate.scores(x).mean()\nloss.backward()\n"
+    (tmp_path / "train.py").write_text(train)
+    project.invalidate([str(tmp_path / "train.py")])
+    got = check_text(GATE, path, project=project)
+    assert [(f.code, f.line) for f in got.findings] == [("GG101", 13)]
+    assert str(tmp_path / "train.py") in got.deps  # an edit of the script re-checks the gate

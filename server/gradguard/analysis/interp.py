@@ -17,6 +17,7 @@ import ast
 import bisect
 import re
 from collections import Counter
+from collections.abc import Callable
 
 from gradguard.analysis.calls import Calls
 from gradguard.analysis.common import (
@@ -153,9 +154,22 @@ def _at(v: Val, where: tuple[int, ...]) -> Val | None:
     return v
 
 
-def _ng_only_lines(lines: list[str], seeds: frozenset[int] = frozenset()) -> set[int]:
+_DEF_NAME = re.compile(r"\s*(?:async\s+)?def\s+(\w+)")
+
+
+def _ng_only_lines(lines: list[str], seeds: frozenset[int] = frozenset(),
+                   vetoed: Callable[[set[str]], set[str]] | None = None) -> set[int]:
+    """The defs of ``lines`` that only run under no_grad. ``vetoed(names)``: which of these names other files use
+    outside no_grad (the file's own uses are not all of them: `agent.py` calls `model.calculate_fractions(...)` with
+    grad on, `model.py` only under no_grad)."""
     if seeds or any(("no_grad" in ln or "inference_mode" in ln or "set_grad_enabled" in ln) for ln in lines):
-        return no_grad_only(lines, seeds)
+        got = no_grad_only(lines, seeds)
+        if got and vetoed is not None:
+            names = {m.group(1) for ln in got if 0 < ln <= len(lines) and (m := _DEF_NAME.match(lines[ln - 1]))}
+            veto = frozenset(vetoed(names))
+            if veto:
+                got = no_grad_only(lines, seeds, veto)
+        return got
     return set()
 
 
@@ -250,7 +264,7 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         """Per chunk, its lines (relative to its start) that only run under no_grad (positive) or only inside
         allow_mutation_on_saved_tensors (negative): an edit elsewhere (a caller) can move them."""
         if self._ng_only is None:
-            self._ng_only = _ng_only_lines(self.lines, self._ng_seeds(self.tree, False))
+            self._ng_only = _ng_only_lines(self.lines, self._ng_seeds(self.tree, False), self._used_elsewhere(self.file))
         if self._am_only is None:
             self._am_only = _am_only_lines(self.lines)
         out: dict[int, set[int]] = {}
@@ -316,12 +330,12 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         src = mod.source
         if src is None:
             if self._ng_only is None:
-                self._ng_only = _ng_only_lines(self.lines, self._ng_seeds(self.tree, False))
+                self._ng_only = _ng_only_lines(self.lines, self._ng_seeds(self.tree, False), self._used_elsewhere(self.file))
             return node.lineno in self._ng_only
         if src._ng_only is None:
             tree = src.tree
             src._ng_only = _ng_only_lines(src.lines, self._ng_seeds(tree, src.library) if tree is not None
-                                          else frozenset())
+                                          else frozenset(), None if src.library else self._used_elsewhere(src.path))
         return node.lineno in src._ng_only
 
     def _ng_seeds(self, tree: ast.Module, library: bool) -> frozenset[int]:
@@ -352,6 +366,24 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and only(node.name, False):
                 out.add(node.lineno)
         return frozenset(out)
+
+    def _used_elsewhere(self, path: str) -> Callable[[set[str]], set[str]] | None:
+        """A function from names to those of them that workspace files other than ``path`` use outside no_grad
+        (None without a project)."""
+        if self.project is None or not path:
+            return None
+        index = self.project.callers
+
+        def vetoed(names: set[str]) -> set[str]:
+            out = set()
+            for name in names:
+                files = index.used_outside(name, path)
+                if files:
+                    out.add(name)
+                    self.context_deps.update(files)
+            return out
+
+        return vetoed
 
     def differentiated(self, fi: FuncInfo) -> bool:
         """Does the workspace differentiate what ``fi`` returns (by its name, :mod:`gradguard.project.grad_uses`), or

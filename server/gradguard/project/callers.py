@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from typing import TYPE_CHECKING
 
 from gradguard.project.context_scan import (
@@ -37,17 +38,19 @@ if TYPE_CHECKING:
     from gradguard.project.resolver import Project
     from gradguard.project.sources import SourceFile
 
+_WORDS = re.compile(r"\w+")
 MAX_FILES = 2_000  # a larger workspace is not indexed: its functions keep the contexts their own file shows
 _MARKERS = ("no_grad", "inference_mode", "set_grad_enabled")
 
 
 class _Entry:
-    __slots__ = ("_sinks", "marked", "scan", "sf")
+    __slots__ = ("_sinks", "_words", "marked", "scan", "sf")
 
     def __init__(self, sf: SourceFile):
         self.sf = sf
         self.scan: ContextScan | None = None
         self._sinks: set[str] | None = None
+        self._words: frozenset[str] | None = None
         # opens a no_grad context (a block or a decorator): read up front for candidates. A file that only mentions
         # no_grad (a comment, a string) uses nothing inside it.
         self.marked = any(m in sf.text for m in _MARKERS) and opens_context(sf.lines, NO_GRAD_BLOCK,
@@ -59,6 +62,12 @@ class _Entry:
             tree = self.sf.peek_tree() if mentions_sink(self.sf.text) else None
             self._sinks = differentiated_names(tree) if tree is not None else set()
         return self._sinks
+
+    def uses(self, name: str) -> bool:
+        """Does the file's text hold ``name`` as a word? (A set of its words, made on the first question.)"""
+        if self._words is None:
+            self._words = frozenset(map(sys.intern, _WORDS.findall(self.sf.text)))  # one string per word: ~25 kB a file
+        return name in self._words
 
     def scanned(self) -> ContextScan:
         if self.scan is None:
@@ -77,6 +86,7 @@ class CallerIndex:
         self._answers: dict[tuple[str, bool], bool] = {}
         self._witnesses: dict[tuple[str, bool], list[str]] = {}
         self._differentiated: dict[str, list[str]] = {}  # callee name -> the files that differentiate its results
+        self._outside: dict[str, list[str]] = {}  # name -> the files that use it outside no_grad code
 
     def files(self) -> list[str]:
         if self._files is None:
@@ -107,6 +117,7 @@ class CallerIndex:
         self._generation = self.project.generation
         self._answers.clear()
         self._witnesses.clear()
+        self._outside.clear()
         entries: dict[str, _Entry] = {}
         changed = False
         sinks_changed = False
@@ -160,6 +171,20 @@ class CallerIndex:
         self._refresh()
         return self._differentiated.get(name, [])
 
+    def used_outside(self, name: str, skip: str) -> list[str]:
+        """The workspace files other than ``skip`` that call ``name`` (``name(...)``, ``obj.name(...)``) outside
+        no_grad code: a function its own file only calls under no_grad may be called with grad on from another. (A
+        variable of that name is not a call of it.)"""
+        self._refresh()
+        got = self._outside.get(name)
+        if got is None:
+            got = []
+            for path, e in self._entries.items():
+                if e.uses(name) and name in e.scanned().called_outside:
+                    got.append(path)
+            self._outside[name] = got
+        return [p for p in got if p != skip]
+
     def witnesses(self, name: str, is_class: bool) -> list[str]:
         """The files whose uses made ``name`` no_grad-only: a change to one of them can change the answer (the
         result cache and the editor's re-checks count them among the asking file's dependencies)."""
@@ -167,11 +192,10 @@ class CallerIndex:
 
     def _decide(self, name: str, is_class: bool) -> bool:
         used = False
-        word = re.compile(rf"\b{re.escape(name)}\b")
         seen: list[str] = []
         self._witnesses[(name, is_class)] = seen
         for path, e in self._entries.items():
-            if name not in e.sf.text or not word.search(e.sf.text):
+            if not e.uses(name):
                 continue
             seen.append(path)
             scan = e.scanned()

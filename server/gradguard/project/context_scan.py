@@ -29,10 +29,12 @@ _STR_RE = re.compile(r"([\'\"])(?:\\.|(?!\1).)*\1")
 NO_GRAD_BLOCK, NO_GRAD_DECORATOR = _WITH_NG_RE, _DECO_NG_RE
 
 
-def no_grad_only(lines: list[str], seeds: frozenset[int] = frozenset()) -> set[int]:
+def no_grad_only(lines: list[str], seeds: frozenset[int] = frozenset(),
+                 vetoed: frozenset[str] = frozenset()) -> set[int]:
     """Functions (by the line of their ``def``) only ever referenced from no_grad code: they run under no_grad.
-    ``seeds``: lines of the defs of functions whose callers elsewhere all run under no_grad. See ``context_only``."""
-    return context_only(lines, _WITH_NG_RE, _DECO_NG_RE, seeds)
+    ``seeds``: lines of the defs of functions whose callers elsewhere all run under no_grad; ``vetoed``: names other
+    files use outside no_grad (never no-grad-only, whatever this file does). See ``context_only``."""
+    return context_only(lines, _WITH_NG_RE, _DECO_NG_RE, seeds, vetoed)
 
 
 def allow_mutation_only(lines: list[str]) -> set[int]:
@@ -41,7 +43,7 @@ def allow_mutation_only(lines: list[str]) -> set[int]:
 
 
 def context_only(lines: list[str], with_re: re.Pattern[str], deco_re: re.Pattern[str],
-                 seeds: frozenset[int] = frozenset()) -> set[int]:
+                 seeds: frozenset[int] = frozenset(), vetoed: frozenset[str] = frozenset()) -> set[int]:
     """Functions (by the line of their ``def``) only ever referenced from code under a context: they run under it.
 
     A function is no-grad-only when it is decorated with no_grad, or when every reference to its name in the
@@ -53,7 +55,7 @@ def context_only(lines: list[str], with_re: re.Pattern[str], deco_re: re.Pattern
     """
     if not seeds and not opens_context(lines, with_re, deco_re):
         return set()  # no block and no decorator opens the context: nothing runs only under it
-    return scan_contexts(lines, with_re, deco_re, seeds).ng_only
+    return scan_contexts(lines, with_re, deco_re, seeds, vetoed=vetoed).ng_only
 
 
 def opens_context(lines: list[str], with_re: re.Pattern[str], deco_re: re.Pattern[str]) -> bool:
@@ -67,15 +69,17 @@ class ContextScan:
     elsewhere (``outside``: not counting a ``def``'s own name, imports, or an instance's binding), and the
     instances it binds to names (``bound``: (name, class name) for ``self.x = Cls(...)``, ``x: Cls``)."""
 
-    __slots__ = ("bound", "inside", "ng_only", "outside")
+    __slots__ = ("bound", "called_outside", "inside", "ng_only", "outside")
 
     def __init__(self) -> None:
         self.ng_only: set[int] = set()
         self.inside: set[str] = set()
         self.outside: set[str] = set()
+        self.called_outside: set[str] = set()  # names called (`name(`, `obj.name(`) outside the context
         self.bound: set[tuple[str, str]] = set()
 
 
+_CALL_RE = re.compile(r"([A-Za-z_]\w*)\s*\(")
 _IMPORT_RE = re.compile(r"^\s*(?:from\s+[\w.]+\s+)?import\b")
 # `self.tracer = RayTracing(...)`, `tracer: RayTracing = ...`, `self.tracer: RayTracing`: an instance bound to a name
 _BIND_RE = re.compile(r"^\s*(?:self\.)?(\w+)\s*(?::\s*[\w.\[\], ]+)?=\s*(?:[\w.]+\.)?([A-Z]\w*)\s*\(")
@@ -85,7 +89,8 @@ _TRIPLE = ('"' * 3, "'" * 3)
 
 
 def scan_contexts(lines: list[str], with_re: re.Pattern[str], deco_re: re.Pattern[str],
-                  seeds: frozenset[int] = frozenset(), words: bool = False) -> ContextScan:
+                  seeds: frozenset[int] = frozenset(), words: bool = False,
+                  vetoed: frozenset[str] = frozenset()) -> ContextScan:
     out = ContextScan()
     defs: dict[str, list[int]] = {}
     decorated: set[int] = set()
@@ -159,14 +164,14 @@ def scan_contexts(lines: list[str], with_re: re.Pattern[str], deco_re: re.Patter
                 out.bound.add((bind.group(1), bind.group(2)))
                 found.remove(bind.group(1))
                 found.remove(bind.group(2))
-            uses.append((no, found))
+            uses.append((no, found, _CALL_RE.findall(code)))
     ng_only: set[int] = set(decorated)
     changed = True
     while changed:
         changed = False
         for name, nodes in defs.items():
             rs = refs.get(name)
-            if not rs:
+            if not rs or name in vetoed:
                 continue
             if all(ng or (fn and (fn in ng_only or fn in nodes)) for ng, fn in rs) and any(
                     ng or (fn and fn in ng_only and fn not in nodes) for ng, fn in rs):
@@ -177,10 +182,13 @@ def scan_contexts(lines: list[str], with_re: re.Pattern[str], deco_re: re.Patter
     out.ng_only = ng_only
     if words:
         def_lines = {n: name for name, nodes in defs.items() for n in nodes}
-        for no, found in uses:
+        for no, found, called in uses:
             own = def_lines.get(no)
             if own is not None and own in found:
                 found.remove(own)  # `def name(`: the definition, not a use
+                called = [c for c in called if c != own]
             inside = ng_of[no] or (fn_of[no] in ng_only)
             (out.inside if inside else out.outside).update(found)
+            if not inside:
+                out.called_outside.update(called)
     return out
