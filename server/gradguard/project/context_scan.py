@@ -133,7 +133,7 @@ def scan_contexts(lines: list[str], with_re: re.Pattern[str], deco_re: re.Patter
             cur_ng = True
         deco_ng = False
     refs: dict[str, list[tuple[bool, int]]] = {}
-    uses: list[tuple[int, list[str]]] = []
+    uses: list[tuple[int, list[str], list[str]]] = []
     in_doc = ""
     for no, text in enumerate(lines, 1):
         code = text
