@@ -996,6 +996,8 @@ _STRIDED_VIEWS = frozenset({"transpose", "t", "permute", "movedim", "moveaxis", 
 # views along a dimension: the parts are strided unless it is the first one
 _DIM_VIEWS = frozenset({"select", "narrow", "split", "chunk", "unbind", "tensor_split", "split_with_sizes",
                         "unsafe_split", "unsafe_chunk"})
+
+
 def _short(info: OpInfo) -> str:
     return info.name.rsplit(".", 1)[-1]
 
