@@ -46,6 +46,7 @@ from gradguard.analysis.values import (
     T,
     UnknownT,
     Val,
+    Written,
     choice,
     formula_of,
     fresh,
@@ -56,6 +57,7 @@ from gradguard.analysis.values import (
     owner_key,
     recording_allows,
     seq_elem,
+    written_key,
 )
 from gradguard.knowledge import libraries as L
 
@@ -376,6 +378,10 @@ class Expressions(AnalyzerCore):
                      alias_of=base.alias_of, alias_site=base.alias_site, origin="indexing", view_site=self.site(n),
                      noncontig=base.noncontig or _strided_index(n.slice))
         if isinstance(base, Seq):
+            if isinstance(n.value, ast.Name) and isinstance(n.slice, ast.Name):
+                w = st.env.get(written_key(n.value.id, n.slice.id))
+                if isinstance(w, Written) and w.seq is base and w.key is idx:
+                    return w.value  # the item this code wrote under the same key a moment ago
             if (keyed := base.entries()) is not None:
                 if (name := known_str(idx)) is not None and name in keyed:
                     return self.kept_output(n.value, keyed[name], st)

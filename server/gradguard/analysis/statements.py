@@ -33,6 +33,7 @@ from gradguard.analysis.values import (
     NO,
     NONE,
     UNKNOWN,
+    UNKNOWN_NUM,
     YES,
     Alt,
     ClassInfo,
@@ -46,11 +47,13 @@ from gradguard.analysis.values import (
     Storage,
     T,
     Val,
+    Written,
     join,
     known_str,
     next_id,
     ordered,
     recording_allows,
+    written_key,
 )
 
 _STMT: dict[type, Any] = {}  # node class -> handler (an ``s_*`` method)
@@ -225,8 +228,12 @@ class Statements(AnalyzerCore):
                             self.save(v, st, SaveRecord("item assignment", "the assigned value", self.site(stmt),
                                                         info.name))
             elif isinstance(base, Seq) and isinstance(t.value, ast.Name):
-                st.env[t.value.id] = join(base, Seq(None, v, base.kind)) if base.items is None else \
+                grown = join(base, Seq(None, v, base.kind)) if base.items is None else \
                     Seq(base.items, join(base.elem, v), base.kind)
+                st.env[t.value.id] = grown
+                if isinstance(t.slice, ast.Name) and key is not UNKNOWN and key is not UNKNOWN_NUM \
+                        and key is not NONE:
+                    st.env[written_key(t.value.id, t.slice.id)] = Written(v, grown, key)
         elif isinstance(t, ast.Starred):
             self.assign(t.value, v, st, fr, stmt)
 

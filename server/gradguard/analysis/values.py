@@ -86,6 +86,23 @@ UNKNOWN_NUM = Const(None, known=False)
 
 
 @dataclass(frozen=True, eq=False)
+class Written(Val):
+    """``d[k] = v`` into a dict or list whose keys are not known: kept in the environment under ``"d[k]"``. Reading
+    ``d[k]`` while ``d`` and ``k`` still hold the very values they held then (``seq``, ``key``) reads ``v``, not the
+    join of every item (fairseq's ``fp32_params[device] = buf.new(n)`` then ``fp32_params[device][a:b].copy_(...)``
+    writes the new buffer, not the Parameter an earlier pass stored under another device)."""
+
+    value: Val
+    seq: Val
+    key: Val
+
+
+def written_key(d: str, k: str) -> str:
+    """The environment entry of ``d[k]``'s last write (not a Python name: no variable can clash with it)."""
+    return f"{d}[{k}]"
+
+
+@dataclass(frozen=True, eq=False)
 class Cond(Const):
     """A boolean the code computes from the grad state: ``torch.is_grad_enabled()``, ``x.requires_grad``,
     ``self.training``, and ``and``/``or``/``not`` of them (``formula``: "grad", "rg", "training", "unk", a bool,
