@@ -80,6 +80,14 @@ x = torch.randn(4, requires_grad=True)
 y = Scale.apply(x * 1.0)
 y.mul_(2)
 y.sum().backward()
+""", """
+import torch
+
+x = torch.randn(4, 6, requires_grad=True) * 1.0
+q, k, v = x.chunk(3, dim=-1)
+q = q.contiguous()  # a chunk of the last dimension is strided: contiguous() copies it
+q.mul_(0.5)
+(q + k + v).sum().backward()
 """)
 
     @classmethod
