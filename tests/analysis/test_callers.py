@@ -146,3 +146,17 @@ def test_a_method_its_file_only_calls_under_no_grad_is_called_with_grad_elsewher
     got = check_text(GATE, path, project=project)
     assert [(f.code, f.line) for f in got.findings] == [("GG101", 13)]
     assert str(tmp_path / "train.py") in got.deps  # an edit of the script re-checks the gate
+
+
+def test_an_imported_files_no_grad_answer_follows_edits_of_other_files(tmp_path: Path) -> None:
+    """gate.py is read as an import of main.py. When train.py starts calling `scores` with grad on, the next check
+    of main.py takes gate.py's answer anew, and depends on train.py (an edit there re-checks main.py)."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "gate.py").write_text(GATE)
+    main = "import torch\nfrom gate import Gate\n\ngate = Gate()\nout = gate(torch.randn(2, 4)).sum()\n"
+    path = str(tmp_path / "main.py")
+    project = Project(SearchPath(roots=[str(tmp_path)]))
+    assert str(tmp_path / "train.py") not in check_text(main, path, project=project).deps
+    (tmp_path / "train.py").write_text("from gate import Gate\n\nGate().scores(x).mean().backward()\n")
+    project.invalidate([str(tmp_path / "train.py")])
+    assert str(tmp_path / "train.py") in check_text(main, path, project=project).deps

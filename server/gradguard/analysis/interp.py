@@ -332,10 +332,23 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
             if self._ng_only is None:
                 self._ng_only = _ng_only_lines(self.lines, self._ng_seeds(self.tree, False), self._used_elsewhere(self.file))
             return node.lineno in self._ng_only
-        if src._ng_only is None:
+        # What the workspace's other files do is part of the answer: it is kept for one project generation, with
+        # the files it read, which every analysis that uses it depends on.
+        gen = self.project.generation if self.project is not None and not src.library else 0
+        if src._ng_only is None or src.extra.get("ng_only_generation") != gen:
             tree = src.tree
-            src._ng_only = _ng_only_lines(src.lines, self._ng_seeds(tree, src.library) if tree is not None
-                                          else frozenset(), None if src.library else self._used_elsewhere(src.path))
+            outer, self.context_deps = self.context_deps, set()
+            try:
+                src._ng_only = _ng_only_lines(src.lines, self._ng_seeds(tree, src.library) if tree is not None
+                                              else frozenset(), None if src.library else self._used_elsewhere(src.path))
+                src.extra["ng_only_generation"] = gen
+                src.extra["ng_only_deps"] = frozenset(self.context_deps)
+            finally:
+                self.context_deps = outer | self.context_deps
+        else:
+            deps = src.extra.get("ng_only_deps")
+            if isinstance(deps, frozenset):
+                self.context_deps.update(deps)
         return node.lineno in src._ng_only
 
     def _ng_seeds(self, tree: ast.Module, library: bool) -> frozenset[int]:
