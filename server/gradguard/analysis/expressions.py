@@ -81,6 +81,7 @@ TENSOR_PROPERTIES = frozenset({
     "sample", "rsample", "pred", "out", "output", "features", "embeddings",
 })
 
+
 def _strided_index(s: ast.expr) -> bool:
     """Does basic indexing with ``s`` give a strided view of a contiguous tensor? It does when it narrows a dimension
     (an index, a partial slice) after one it keeps whole or in part (``x[:, 0]``, ``x[..., :2]``, ``x[1:3, 0]``), or

@@ -263,12 +263,11 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
     def _context_rel(self, chunks: list[Chunk], starts: list[int]) -> dict[int, frozenset[int]]:
         """Per chunk, its lines (relative to its start) that only run under no_grad (positive) or only inside
         allow_mutation_on_saved_tensors (negative): an edit elsewhere (a caller) can move them."""
-        if self._ng_only is None:
-            self._ng_only = _ng_only_lines(self.lines, self._ng_seeds(self.tree, False), self._used_elsewhere(self.file))
+        ng_only = self._own_ng_only()
         if self._am_only is None:
             self._am_only = _am_only_lines(self.lines)
         out: dict[int, set[int]] = {}
-        for sign, lines in ((1, self._ng_only), (-1, self._am_only)):
+        for sign, lines in ((1, ng_only), (-1, self._am_only)):
             for ln in lines:
                 i = bisect.bisect_right(starts, ln) - 1
                 if i >= 0:
@@ -329,9 +328,7 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         mod = fi.mod or self.root
         src = mod.source
         if src is None:
-            if self._ng_only is None:
-                self._ng_only = _ng_only_lines(self.lines, self._ng_seeds(self.tree, False), self._used_elsewhere(self.file))
-            return node.lineno in self._ng_only
+            return node.lineno in self._own_ng_only()
         # What the workspace's other files do is part of the answer: it is kept for one project generation, with
         # the files it read, which every analysis that uses it depends on.
         gen = self.project.generation if self.project is not None and not src.library else 0
@@ -350,6 +347,13 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
             if isinstance(deps, frozenset):
                 self.context_deps.update(deps)
         return node.lineno in src._ng_only
+
+    def _own_ng_only(self) -> set[int]:
+        """The checked file's defs that only run under no_grad (computed once per analysis)."""
+        if self._ng_only is None:
+            self._ng_only = _ng_only_lines(self.lines, self._ng_seeds(self.tree, False),
+                                           self._used_elsewhere(self.file))
+        return self._ng_only
 
     def _ng_seeds(self, tree: ast.Module, library: bool) -> frozenset[int]:
         """The defs in ``tree`` that the workspace only ever uses under no_grad, from other files too: functions
