@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from gradguard.config import Config, load_config
 from gradguard.files import iter_python_files
-from gradguard.gctune import fewer_collections
+from gradguard.gctune import between_files, fewer_collections
 from gradguard.model import Finding, finding_from_dict, finding_to_dict, source_lines
 from gradguard.project.cache import ResultCache
 
@@ -242,6 +242,7 @@ def _check_many(args: tuple[list[str], Config, bool, Project | None, ResultCache
         for p in paths:
             r = _cached_check(p, config, fixes, project, cache) if cache is not None and project is not None else None
             out.append(r if r is not None else _check_file(p, config, fixes, project))
+            between_files()
     return out
 
 

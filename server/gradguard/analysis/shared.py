@@ -615,17 +615,19 @@ def args_prov(pos: list[Val], kw: dict[str, Val]) -> frozenset[Any]:
     """The provenance a call's arguments carry, tensors in lists and tuples included (``self.jk(xs)``): what a
     replay puts in place of the recorded arguments'."""
     out: set[Any] = set()
-
-    def walk(v: Val, depth: int) -> None:
-        if isinstance(v, T):
-            out.update(v.prov)
-        elif isinstance(v, Seq) and depth < 2:
-            for x in (v.items if v.items is not None else (v.elem,))[:16]:
-                walk(x, depth + 1)
-        elif isinstance(v, Alt) and depth < 2:  # a list built differently on two paths
-            for x in v.alts[:8]:
-                walk(x, depth)
-
     for v in (*pos, *kw.values()):
-        walk(v, 0)
+        _prov_walk(v, 0, out)
     return frozenset(out)
+
+
+def _prov_walk(v: Val, depth: int, out: set[Any]) -> None:
+    # (a module-level function, not a recursive closure: a closure that calls itself is a reference cycle, left for
+    # the cyclic collector on every call)
+    if isinstance(v, T):
+        out.update(v.prov)
+    elif isinstance(v, Seq) and depth < 2:
+        for x in (v.items if v.items is not None else (v.elem,))[:16]:
+            _prov_walk(x, depth + 1, out)
+    elif isinstance(v, Alt) and depth < 2:  # a list built differently on two paths
+        for x in v.alts[:8]:
+            _prov_walk(x, depth, out)

@@ -318,19 +318,10 @@ class Summaries(SharedSummaries):
     @staticmethod
     def _arg_paths(pos: list[Val], kw: dict[str, Val]) -> dict[Storage, Path]:
         out: dict[Storage, Path] = {}
-
-        def walk(v: Val, path: Path, depth: int) -> None:
-            if isinstance(v, T):
-                for i, s in enumerate(sorted(v.storages, key=lambda s: s.sid)):
-                    out.setdefault(s, (*path, i))
-            elif isinstance(v, Seq) and v.items is not None and depth < 2:
-                for i, x in enumerate(v.items[:_MAX_KEY_ITEMS]):
-                    walk(x, (*path, i), depth + 1)
-
         for i, v in enumerate(pos):
-            walk(v, ("p", i), 0)
+            _paths_walk(v, ("p", i), 0, out)
         for k, v in kw.items():
-            walk(v, ("k", k), 0)
+            _paths_walk(v, ("k", k), 0, out)
         return out
 
     def record(self, mark: int, stamp: int, pos: list[Val], kw: dict[str, Val],
@@ -407,3 +398,16 @@ class Summaries(SharedSummaries):
             return Seq(None, self._with_prov(v.elem, s, prov, depth + 1), v.kind)
         return v
 
+
+def _sid(s: Storage) -> int:
+    return s.sid
+
+
+def _paths_walk(v: Val, path: Path, depth: int, out: dict[Storage, Path]) -> None:
+    # (module-level, not a recursive closure: see shared._prov_walk)
+    if isinstance(v, T):
+        for i, s in enumerate(sorted(v.storages, key=_sid)):
+            out.setdefault(s, (*path, i))
+    elif isinstance(v, Seq) and v.items is not None and depth < 2:
+        for i, x in enumerate(v.items[:_MAX_KEY_ITEMS]):
+            _paths_walk(x, (*path, i), depth + 1, out)

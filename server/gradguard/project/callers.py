@@ -172,9 +172,14 @@ class CallerIndex:
         return self._differentiated.get(name, [])
 
     def used_outside(self, name: str, skip: str) -> list[str]:
-        """The workspace files other than ``skip`` that call ``name`` (``name(...)``, ``obj.name(...)``) outside
-        no_grad code: a function its own file only calls under no_grad may be called with grad on from another. (A
-        variable of that name is not a call of it.)"""
+        """A workspace file other than ``skip`` that calls ``name`` (``name(...)``, ``obj.name(...)``) outside no_grad
+        code, or none: a function its own file only calls under no_grad may be called with grad on from another. (A
+        variable of that name is not a call of it.)
+
+        One such file is a witness enough: the answer stands while that file is unchanged, whatever the others do
+        (an edit to the witness is a change to a dependency, and asks again). So the search stops at the second
+        file found (one of the two is not ``skip``), and common names (``step``, ``update``) do not read every file
+        that uses them."""
         self._refresh()
         got = self._outside.get(name)
         if got is None:
@@ -182,8 +187,10 @@ class CallerIndex:
             for path, e in self._entries.items():
                 if e.uses(name) and name in e.scanned().called_outside:
                     got.append(path)
+                    if len(got) == 2:
+                        break
             self._outside[name] = got
-        return [p for p in got if p != skip]
+        return [p for p in got if p != skip][:1]
 
     def witnesses(self, name: str, is_class: bool) -> list[str]:
         """The files whose uses made ``name`` no_grad-only: a change to one of them can change the answer (the

@@ -88,6 +88,13 @@ _CLASS_RE = re.compile(r"^\s*class\s+(\w+)")
 _TRIPLE = ('"' * 3, "'" * 3)
 
 
+def _code_of(text: str) -> str:
+    """A line without its strings' contents and its comment (the regex only where a quote can be)."""
+    if "'" in text or '"' in text:
+        text = _STR_RE.sub("''", text)
+    return text.split("#", 1)[0] if "#" in text else text
+
+
 def scan_contexts(lines: list[str], with_re: re.Pattern[str], deco_re: re.Pattern[str],
                   seeds: frozenset[int] = frozenset(), words: bool = False,
                   vetoed: frozenset[str] = frozenset()) -> ContextScan:
@@ -104,7 +111,7 @@ def scan_contexts(lines: list[str], with_re: re.Pattern[str], deco_re: re.Patter
         stripped = text.lstrip()
         cont = depth > 0
         if stripped and not stripped.startswith("#"):
-            code = _STR_RE.sub("''", stripped).split("#", 1)[0]
+            code = _code_of(stripped)
             if "(" in code or "[" in code or "{" in code or ")" in code or "]" in code or "}" in code:
                 depth = max(0, depth + code.count("(") + code.count("[") + code.count("{")
                             - code.count(")") - code.count("]") - code.count("}"))
@@ -121,14 +128,14 @@ def scan_contexts(lines: list[str], with_re: re.Pattern[str], deco_re: re.Patter
         if stripped.startswith("@"):
             deco_ng = deco_ng or bool(deco_re.match(text))
             continue
-        m = _DEF_RE.match(text)
+        m = _DEF_RE.match(text) if stripped.startswith(("def", "async")) else None
         if m:
             defs.setdefault(m.group(2), []).append(no)
             if deco_ng or no in seeds:
                 decorated.add(no)
             stack.append((indent, "def", no))
             cur_fn = no
-        elif with_re.match(text):
+        elif "with" in stripped and with_re.match(text):
             stack.append((indent, "ng", 0))
             cur_ng = True
         deco_ng = False
@@ -150,21 +157,22 @@ def scan_contexts(lines: list[str], with_re: re.Pattern[str], deco_re: re.Patter
                     code, in_doc = code[:a], q
                     break
                 code = code[:a] + code[b + 3:]
-        code = _STR_RE.sub("''", code).split("#", 1)[0]
+        code = _code_of(code)
         found = _WORD_RE.findall(code)
-        for w in found:
-            if w in defs and no not in defs[w]:
-                refs.setdefault(w, []).append((ng_of[no], fn_of[no]))
-        if words and found and not _IMPORT_RE.match(code):
-            c = _CLASS_RE.match(code)
+        if found:
+            for w in defs.keys() & set(found):
+                if no not in defs[w]:
+                    refs.setdefault(w, []).append((ng_of[no], fn_of[no]))
+        if words and found and not ("import" in code and _IMPORT_RE.match(code)):
+            c = _CLASS_RE.match(code) if "class" in code else None
             if c:
                 found.remove(c.group(1))  # `class Name(`: the definition, not a use
-            bind = _BIND_RE.match(code) or _ANN_RE.match(code)
+            bind = (_BIND_RE.match(code) or _ANN_RE.match(code)) if ("=" in code or ":" in code) else None
             if bind:
                 out.bound.add((bind.group(1), bind.group(2)))
                 found.remove(bind.group(1))
                 found.remove(bind.group(2))
-            uses.append((no, found, _CALL_RE.findall(code)))
+            uses.append((no, found, _CALL_RE.findall(code) if "(" in code else []))
     ng_only: set[int] = set(decorated)
     changed = True
     while changed:
