@@ -32,6 +32,9 @@ INPLACE_ERRORS = (
     "a leaf Variable that requires grad has been used in an in-place operation",  # mark_dirty on a leaf
     "which was created in no_grad mode",  # a view of a view made under no_grad
     "Trying to use a saved tensor that has been detached in-place",
+    "Inference tensors cannot be saved for backward",
+    "Some elements marked as dirty during the forward method were not returned as output",
+    "ctx.mark_dirty() received a tensor that was not an input",
 )
 
 # Imports torch once, then forks a child per script: the child runs it as __main__ with its own stderr.

@@ -755,6 +755,12 @@ class Calls(AnalyzerCore):
                     else:
                         argtext = self._arg_text(n, info, a, receiver_node) if in_seq is None else ""
                         what = f"its input `{argtext}`" if argtext and len(argtext) <= 40 else "its input"
+                    if self.inference_spans and not st.inference and not sv.maybe_tensor and not st.silent \
+                            and self.inference_tensor(sv) and any(
+                                isinstance(v, T) and v.rg == YES and not v.maybe_tensor for v in bound.values()):
+                        # made inside inference_mode, and this op must keep it for a graph: torch refuses at the op
+                        self.report(Hazard("inference_saved", "call", self.site(n), self.stmt_site(), display,
+                                           self.text(n), extra=(("what", what),)))
                     self.save(sv, st, SaveRecord(display, what, site, info.name,
                                                  sv.view_site if sv.view is not None else None, a))
                     if sv.leaf:
@@ -911,6 +917,12 @@ class Calls(AnalyzerCore):
                                            recs[:1], extra=(("receiver_span", self.site(recv_node)),
                                                             ("call_span", site), ("out_of_place", "detach"),
                                                             ("standalone", self._standalone(n)))))
+                if recv.view is None and recv_node is not None:
+                    # the very tensor stops requiring grad (`x.detach_()` as a statement changes x: writing to it
+                    # afterwards is not a leaf's in-place write)
+                    made = recv.with_(rg=NO, leaf=False)
+                    self.rebind_expr(recv_node, made, st, fr)
+                    return made
                 return T(recv.storages, rg=NO, origin="detach")
             if name == "requires_grad_":
                 flag = pos[0] if pos else kw.get("requires_grad", Const(True))

@@ -55,6 +55,10 @@ NO_GRAD_CTX = ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"
 ENABLE_GRAD_CTX = ("torch.enable_grad", "torch.autograd.enable_grad")
 AUTOCAST_CTX = ("torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast", "torch.cpu.amp.autocast")
 ALLOW_MUT_CTX = ("torch.autograd.graph.allow_mutation_on_saved_tensors",)
+# `with _unsafe_preserve_version_counter(t):` puts t's version counter back when the block ends: the writes to t
+# inside it are invisible to the saved-tensor check
+PRESERVE_VERSION_CTX = ("torch.autograd._unsafe_preserve_version_counter",
+                        "torch.autograd.graph._unsafe_preserve_version_counter")
 CONTAINER_MODULES = {"torch.nn.Sequential": "sequential", "torch.nn.ModuleList": "modulelist",
                      "torch.nn.ModuleDict": "moduledict", "torch.nn.ParameterList": "modulelist"}
 PARAMETER = ("torch.nn.Parameter", "torch.nn.parameter.Parameter")

@@ -95,6 +95,8 @@ class AnalyzerCore:
         self._graph_file: bool | None = None
         self.inference_spans: list[tuple[int, int]] = []  # storage ids made inside inference_mode: [first, end)
         self.pack_inputs: set[Storage] = set()  # what a saved-tensor pack hook is given
+        self.dirty_at: dict[int, list[tuple[Val, Site, Site, str]]] = {}  # ctx oid -> its mark_dirty calls
+        self.version_kept: frozenset[Storage] = frozenset()  # writes to these move no version (PRESERVE_VERSION_CTX)
         # Saves that no backward can reach (see Calls.e_Call): the saves recorded while the outermost call
         # expression runs, the count of calls into other code and in-place writes, and the call whose op cuts
         # the graph (argmax, multinomial, binomial)
@@ -363,7 +365,8 @@ class AnalyzerCore:
                 if r not in recs:
                     recs.append(r)
         param_update = st.no_grad and any(s.param_of is not None for s in val.storages)
-        if recs and not st.allow_mutation and not param_update:
+        if recs and not st.allow_mutation and not param_update and not (
+                self.version_kept and val.storages <= self.version_kept):
             ex = extra
             if val.alias_of and form == "setitem" and val.alias_site is not None:
                 # `out = x; out[i] = v`: the alias is where a copy was meant; report there, point at the write.

@@ -37,6 +37,7 @@ from gradguard.analysis.values import (
     Storage,
     Super,
     T,
+    UnknownT,
     Val,
     join,
     ordered,
@@ -206,6 +207,9 @@ class NNModules(Summaries):
             if name == "mark_dirty":
                 prev = o.attrs.get("__dirty__")
                 o.attrs["__dirty__"] = Seq.of((*(prev.items or ()), *pos)) if isinstance(prev, Seq) else Seq.of(pos)
+                calls = self.dirty_at.setdefault(o.oid, [])
+                for i, v in enumerate(pos):
+                    calls.append((v, self.site(n), self.stmt_site(), self.text(n.args[i]) if i < len(n.args) else ""))
                 return NONE
             return UNKNOWN
         if name in ("eval", "train"):
@@ -583,6 +587,9 @@ class NNModules(Summaries):
         dirty_v = ctx.attrs.get("__dirty__")
         dirty = [v for v in (dirty_v.items or ()) if isinstance(v, T)] if isinstance(dirty_v, Seq) else []
         dirty_storages: set[Storage] = set().union(*(v.storages for v in dirty)) if dirty else set()
+        calls = self.dirty_at.pop(ctx.oid, ())
+        if calls and not st.silent:
+            self._dirty_contract(ci, calls, pos, res, rg, n)
         display = f"{ci.name}.apply"
         n_out = len([v for v in res.items or () if isinstance(v, T)]) if isinstance(res, Seq) else 1
         if rg and n_out > 1 and not st.silent:
@@ -633,6 +640,40 @@ class NNModules(Summaries):
                 if isinstance(v, T):
                     self.save(v, st, own)
         return res
+
+    def _dirty_contract(self, ci: ClassInfo, calls: Any, pos: list[Val], res: Val, rg: int, n: ast.Call) -> None:
+        """What torch checks of ``ctx.mark_dirty(t)`` when the forward returns: ``t`` must be an input (with grad on,
+        a view of a tensor the forward made is refused; another tensor only warns), and every input marked dirty
+        must be among the outputs, with or without grad (``return a.clone()`` after ``a.add_(b)`` is refused)."""
+        inputs: set[Storage] = set()
+        known = True
+        for v in pos:
+            for x in (v.items or (v.elem,)) if isinstance(v, Seq) else (v,):
+                if isinstance(x, T) and not x.maybe_tensor:
+                    inputs |= x.storages
+                elif isinstance(x, (T, UnknownT, Seq, Obj)):
+                    known = False  # an input the analysis cannot see into
+        outs = res.items if isinstance(res, Seq) else (res,) if isinstance(res, T) else None
+        returned: set[Storage] = set()
+        if outs is not None:
+            for x in outs:
+                if isinstance(x, T) and not x.maybe_tensor:
+                    returned |= x.storages
+                elif not isinstance(x, Const):
+                    outs = None  # an output the analysis does not know
+                    break
+        apply_site = (self.site(n), f"`{ci.name}.apply` is called here")
+        for v, site, stmt, text in calls:
+            if not isinstance(v, T) or v.maybe_tensor or not v.storages:
+                continue
+            if not v.storages & inputs:
+                if known and rg and v.view is not None:
+                    self.report(Hazard("dirty_not_input", "method", site, stmt, "mark_dirty", text,
+                                       related=(apply_site,), extra=(("view_op", v.view_op or "a view op"),)))
+                continue
+            if outs is not None and not v.storages & returned:
+                self.report(Hazard("dirty_not_returned", "method", site, stmt, "mark_dirty", text,
+                                   related=(apply_site,)))
 
     def backward_writes_at_apply(self, ci: ClassInfo, saved: Seq, own: SaveRecord, res: Val, st: State) -> None:
         """``Fn.apply``, whose backward writes into a tensor it saved: a node made before this one that saved the

@@ -16,6 +16,7 @@ from gradguard.analysis.common import (
     MAX_UNROLL,
     NO_GRAD_CTX,
     OPSYM,
+    PRESERVE_VERSION_CTX,
     Budget,
     Frame,
     Loop,
@@ -476,6 +477,7 @@ class Statements(AnalyzerCore):
     def s_With(self, s: ast.With | ast.AsyncWith, st: State, fr: Frame) -> State | None:
         saved_flags = (st.no_grad, st.autocast, st.allow_mutation, st.inference)
         opened = -1
+        kept: tuple[T, ...] = ()
         for item in s.items:
             q = self.qual_of(item.context_expr.func if isinstance(item.context_expr, ast.Call) else item.context_expr,
                              st, fr)
@@ -501,6 +503,10 @@ class Statements(AnalyzerCore):
                     st.autocast = True
             elif q in ALLOW_MUT_CTX:
                 st.allow_mutation = True
+            elif q in PRESERVE_VERSION_CTX and isinstance(item.context_expr, ast.Call) and item.context_expr.args:
+                kept_v = self.ev(item.context_expr.args[0], st, fr)
+                if isinstance(kept_v, T) and kept_v.storages:
+                    kept = (*kept, kept_v)
             elif q == "torch.autograd.graph.saved_tensors_hooks" and isinstance(item.context_expr, ast.Call) \
                     and item.context_expr.args:
                 self.pack_hook(self.ev(item.context_expr.args[0], st, fr), item.context_expr, st, fr)
@@ -508,7 +514,19 @@ class Statements(AnalyzerCore):
                 v = self.ev(item.context_expr, st, fr)
                 if item.optional_vars is not None:
                     self.assign(item.optional_vars, UNKNOWN if not isinstance(v, T) else v, st, fr, s)
-        out = self.exec_block(s.body, st, fr)
+        if kept:
+            # the block's writes to these tensors leave what ops saved of them as it was
+            storages = frozenset().union(*(t.storages for t in kept))
+            before = {x: st.heap.saved[x] for x in storages if x in st.heap.saved}
+            outer, self.version_kept = self.version_kept, self.version_kept | storages
+            try:
+                out = self.exec_block(s.body, st, fr)
+            finally:
+                self.version_kept = outer
+            if out is not None:
+                out.heap.saved.update(before)
+        else:
+            out = self.exec_block(s.body, st, fr)
         if opened >= 0:  # tensors made from here to the end of the block are inference tensors
             self.inference_spans.append((opened, next_id()))
         if out is not None:

@@ -21,13 +21,20 @@ input as-is gives a view that autograd cannot rebase either: its custom backward
 raises *Output 0 of MyFn is a view and is being modified inplace* (or the no_grad variant of the message). A
 Function that `mark_dirty`s an input that is itself a view may return only one tensor.
 
+`ctx.mark_dirty(t)` has a contract that torch checks when the forward returns: every tensor marked dirty must be
+returned as an output, the input object itself (*Some elements marked as dirty during the forward method were not
+returned as output*), and, with grad on, a view of a tensor the forward made is not an input and is refused
+(*ctx.mark_dirty() received a tensor that was not an input*).
+
 `detach_()` on any view (`x[0]`, `x.view(-1)`, `x.t()`, a `split` output) raises *Can't detach views in-place.
 Use detach() instead*, with or without grad: the view shares its autograd metadata with its base.
 """
     fix = """
 Rewrite out of place (`q = q * scale`, `h = h.squeeze(0)`), or `.clone()` the view before modifying it. For a
 custom Function, return a fresh tensor (`x.clone()`) from its forward, or `.clone()` the view it returns.
-For `v.detach_()` on a view, rebind out of place: `v = v.detach()`.
+For `v.detach_()` on a view, rebind out of place: `v = v.detach()`. A Function that modifies an input in place
+marks that input dirty (not a tensor its forward made) and returns the input itself (`return a`, not
+`a.clone()`).
 """
     INVALID = ("""
 import torch
@@ -92,7 +99,8 @@ q.mul_(0.5)
 
     @classmethod
     def matches(cls, h: Hazard) -> bool:
-        return h.kind in ("view_multi", "view_nograd", "view_fn", "dirty_view", "view_detach")
+        return h.kind in ("view_multi", "view_nograd", "view_fn", "dirty_view", "view_detach", "dirty_not_input",
+                          "dirty_not_returned")
 
     @classmethod
     def message(cls, h: Hazard) -> str:
@@ -106,6 +114,14 @@ q.mul_(0.5)
         if h.kind == "dirty_view":
             return (f"{h.op} marks `{h.target}` dirty, a view of another tensor, and returns {h.get('outputs')} "
                     f"tensors: a Function that modifies a view in place may return only one")
+        if h.kind == "dirty_not_input":
+            return (f"mark_dirty(`{h.target}`): `{h.target}` is not an input of the Function but a view made in its "
+                    f"forward ({h.get('view_op')}); with grad on, torch refuses it (only inputs the forward modifies in "
+                    f"place may be marked dirty)")
+        if h.kind == "dirty_not_returned":
+            return (f"mark_dirty(`{h.target}`): the input `{h.target}` is marked dirty, but the forward does not return "
+                    f"it (a copy or another tensor is not it): torch requires every input modified in place to be "
+                    f"returned as an output")
         if h.kind == "view_nograd":
             if h.get("base_rg") is False:
                 return (f"{h.op} modifies `{h.target}` in place with grad on, but it is a view made under no_grad ({src}): "
