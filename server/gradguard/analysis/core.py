@@ -96,6 +96,7 @@ class AnalyzerCore:
         self.inference_spans: list[tuple[int, int]] = []  # storage ids made inside inference_mode: [first, end)
         self.pack_inputs: set[Storage] = set()  # what a saved-tensor pack hook is given
         self.dirty_at: dict[int, list[tuple[Val, Site, Site, str]]] = {}  # ctx oid -> its mark_dirty calls
+        self.am_saves: set[SaveRecord] = set()  # saves made inside allow_mutation_on_saved_tensors()
         self.version_kept: frozenset[Storage] = frozenset()  # writes to these move no version (PRESERVE_VERSION_CTX)
         # Saves that no backward can reach (see Calls.e_Call): the saves recorded while the outermost call
         # expression runs, the count of calls into other code and in-place writes, and the call whose op cuts
@@ -393,6 +394,8 @@ class AnalyzerCore:
             if len(have) < MAX_SAVES and rec not in have:
                 saved[s] = (*have, rec)
                 self.save_log.append((s, rec))
+        if st.allow_mutation:
+            self.am_saves.add(rec)
 
     def cutting(self, n: ast.AST, st: State, run: Callable[[], Val]) -> Val:
         """Evaluate the call or operator ``n`` (``run``); if its op cuts the graph, drop what its operands' ops saved

@@ -25,6 +25,15 @@ class Training(AnalyzerCore):
             return
         self.backwards += 1
         heap = st.heap
+        if self.am_saves and not st.allow_mutation and not st.silent:
+            # a graph that saved tensors inside allow_mutation_on_saved_tensors() keeps them in that context's
+            # table, which is gone once the block ends: torch asserts at the backward
+            recs = [r for rs in heap.saved.values() for r in rs if r in self.am_saves]
+            if recs:
+                site = self.site(n)
+                self.report(Hazard("am_outside", "backward", site, self.stmt_site(), "backward()",
+                                   self.text(n.func.value) if isinstance(n, ast.Call) and isinstance(
+                                       n.func, ast.Attribute) else "", (recs[0],)))
         retain = is_true(kw.get("retain_graph")) or is_true(kw.get("create_graph"))
         for owner, stamp, carry in sorted(y.prov, key=lambda p: (p[1], p[2] is None, owner_key(p[0]))):
             if (owner, stamp) in heap.freed:

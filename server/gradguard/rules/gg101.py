@@ -27,11 +27,17 @@ y += 1` is not.
 A saved-tensor pack hook (`torch.autograd.graph.saved_tensors_hooks(pack, unpack)`, or
 `grad_fn._raw_saved_self.register_hooks`) is handed the very tensor being saved: modifying it in place there
 raises *A saved tensor pack hook is modifying its input in place* during the forward.
+
+`with torch.autograd.graph.allow_mutation_on_saved_tensors():` lets code modify saved tensors by keeping copies
+of them in a table that lives as long as the block: a graph that saved tensors inside the block must be
+differentiated inside it too, or torch asserts *Trying to backward outside of the 'allow_mutation_on_saved_tensors'
+context in which the graph was originally recorded*.
 """
     fix = """
 Rewrite the mutation out of place and keep the name: `x += y` becomes `x = x + y`, `x.mul_(2)` becomes
 `x = x.mul(2)`. The saved tensor keeps its value; the name points at a new tensor. (`.detach()` does NOT help:
-it shares the version counter.)
+it shares the version counter.) Call `backward()` inside the `allow_mutation_on_saved_tensors()` block whose graph
+it differentiates.
 """
     INVALID = ("""
 import torch
@@ -68,6 +74,15 @@ a = torch.randn(5, requires_grad=True)
 with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
     y = a.exp()
 y.sum().backward()
+""", """
+import torch
+
+w = torch.randn(3, requires_grad=True)
+with torch.autograd.graph.allow_mutation_on_saved_tensors():
+    h = w * 1.0
+    y = h.exp()
+    h.add_(1)
+y.sum().backward()  # the block that kept exp's output is over
 """)
     VALID = ("""
 import torch
@@ -96,16 +111,30 @@ a = torch.randn(5, requires_grad=True)
 with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t * 2):
     y = a.exp()
 y.sum().backward()
+""", """
+import torch
+
+w = torch.randn(3, requires_grad=True)
+with torch.autograd.graph.allow_mutation_on_saved_tensors():
+    h = w * 1.0
+    y = h.exp()
+    h.add_(1)
+    y.sum().backward()
 """)
 
     @classmethod
     def matches(cls, h: Hazard) -> bool:
-        return (h.kind == "saved" and h.form in ("method", "function", "augassign", "foreach")) or h.kind == "pack_hook"
+        return (h.kind == "saved" and h.form in ("method", "function", "augassign", "foreach")) or h.kind in (
+            "pack_hook", "am_outside")
 
     @classmethod
     def message(cls, h: Hazard) -> str:
         if h.kind == "pack_hook":
             return (f"{h.op} modifies `{h.target}` in place inside a saved-tensor pack hook: `{h.target}` is the "
                     f"tensor autograd is saving for backward")
+        if h.kind == "am_outside":
+            r = h.saves[0]
+            return (f"backward() runs after the allow_mutation_on_saved_tensors() block in which {r.op} (line "
+                    f"{r.site.line}) saved {r.what} for this graph: torch keeps those tensors only while the block runs")
         what = f"`{h.target} {h.op}`" if h.form == "augassign" else f"{h.op}"
         return f"{what} modifies `{h.target}` in place, but it is {_target_phrase(h)}"
