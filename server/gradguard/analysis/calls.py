@@ -327,6 +327,12 @@ class Calls(AnalyzerCore):
         if lib is not None:
             return lib
         info = kb.get(qual)
+        factory = qual.startswith("torch.") and not qual.startswith("torch.nn.") and qual.rsplit(".", 1)[-1][:1].islower()
+        if factory and is_true(kw.get("requires_grad")) and (info is None or info.kind != "module"):
+            # a factory (`torch.zeros_like(x, requires_grad=True)`, `torch.full(..., requires_grad=True)`): a new
+            # leaf that requires grad, whatever the knowledge says of the op otherwise
+            return T(frozenset({Storage(f"created with requires_grad=True ({raw.rsplit('.', 1)[-1]})",
+                                        self.site(n), leaf=True)}), rg=YES, leaf=True, origin=raw)
         if info is not None:
             if info.kind == "module":
                 return self.construct_module(info, pos, kw, n)
@@ -334,15 +340,11 @@ class Calls(AnalyzerCore):
         out = self._out_kw(kw, n, st, raw.rsplit(".", 1)[-1])
         if out is not None:
             return out
-        if qual.startswith("torch.") and not qual.startswith("torch.nn.") and qual.rsplit(".", 1)[-1][:1].islower():
-            rg = YES if is_true(kw.get("requires_grad")) else NO
-            if rg == YES:
-                return T(frozenset({Storage(f"created with requires_grad=True ({raw.rsplit('.', 1)[-1]})",
-                                            self.site(n), leaf=True)}), rg=YES, leaf=True, origin=raw)
+        if factory:
             if qual in L.TORCH_FACTORIES:
                 return self.new_tensor([], st, raw.rsplit(".", 1)[-1], min_rg=NO)
             real = [v for v in (*pos, *kw.values()) if not (isinstance(v, T) and v.maybe_tensor)]
-            return self.new_tensor(real, st, raw.rsplit(".", 1)[-1], min_rg=rg)
+            return self.new_tensor(real, st, raw.rsplit(".", 1)[-1], min_rg=NO)
         return UNKNOWN
 
     def foreach(self, op: str, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State, fr: Frame) -> Val:

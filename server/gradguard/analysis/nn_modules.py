@@ -458,6 +458,11 @@ class NNModules(Summaries):
             tbase = self.torch_base(o.info)
             if tbase is not None:
                 return self.call_torch_base(o, *tbase, pos, kw, n, st, fr, in_seq=in_seq)
+            call = o.info.find_method("__call__")
+            if call is not None:
+                # a plain class's instance called (`Normalize(mean, std)(img)`, a transform, a loss object): its
+                # __call__ runs with the caller's tensors
+                return self.call_func(call, [o, *pos], kw, st, fr, n)
         return UNKNOWN
 
     def run_sequential(self, o: Obj, x: Val, n: ast.Call, st: State, fr: Frame) -> Val:
