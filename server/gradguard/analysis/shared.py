@@ -469,7 +469,7 @@ class SharedSummaries(AnalyzerCore):
         except NotShared:
             return None
         return (place_key, st.no_grad, st.autocast, st.allow_mutation, st.silent, st.inference, self.quiet > 0,
-                args), shape
+                bool(self.version_kept), args), shape
 
     def shared_replay(self, key: Hashable, shape: Shape, pos: list[Val], kw: dict[str, Val], st: State,
                       depth: int) -> Any:
