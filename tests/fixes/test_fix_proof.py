@@ -22,19 +22,9 @@ pytestmark = pytest.mark.torch
 # script part of the module (lines from the first statement after the definitions through the loop); it runs
 # correctly, but the analyzer still reports GG202 inside allow_mutation_on_saved_tensors() for this case.
 KNOWN_UNFIXED: dict[str, str] = {
-    # found by the analysis since 2026-11-23; their fixes are not built yet (see the session note)
-    "gg202/pos_module_apply_inplace_after_forward": "the GG202 fix moves a step that is inside the function "
-                                                    "Module._apply runs, which breaks the file",
-    # found since 2026-11-24 (PyTorch's autograd tests); no fix is built for them yet
-    "gg101/pos_allow_mutation_backward_after_block": "the fix moves backward() into the with block; not built "
-                                                     "(and the escape hatch cannot nest the same context)",
-    "rules/GG101_INVALID_4": "backward() after the allow_mutation_on_saved_tensors() block: as above",
-    "gg302/pos_mark_dirty_input_returned_as_copy": "the fix returns the dirty input itself; not built",
-    "gg302/pos_mark_dirty_view_of_own_buffer": "the fix drops the mark_dirty of a tensor that is not an input; not "
-                                               "built",
-    "gg303/pos_inference_features_into_trainable_head": "the fix clones the inference tensor where the op saves it "
-                                                        "(or uses no_grad for the block); not built",
-    "rules/GG303_INVALID_1": "an inference tensor saved for backward: as above",
+    # found by the analysis since 2026-11-23: no fix is offered (see docs/fixes.md)
+    "gg202/pos_module_apply_inplace_after_forward": "the step is inside the function Module._apply runs: "
+                                                    "moving its line would break the file; no fix is offered",
 }
 
 ANALYZER_CASES = proof.corpus_cases() + proof.fixture_cases()

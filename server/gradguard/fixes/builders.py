@@ -479,37 +479,41 @@ def _clone_at_use(ctx: Ctx) -> list[Fix]:
             continue
         if not r.end_line:
             continue
-        sp = Span(r.line, r.column, r.end_line, r.end_column)
-        if not (1 <= sp.line <= sp.end_line <= len(ctx.lines)):
-            continue
-        text = ctx.text(sp)
-        try:
-            node = ast.parse(text, mode="eval").body
-        except SyntaxError:
-            continue
-        hits: list[ast.AST] = []
-        stack: list[ast.AST] = [node]
-        while stack:
-            n = stack.pop()
-            if isinstance(n, _PURE) and " ".join((ast.get_source_segment(text, n) or "").split()) == saved:
-                if _pure(n):
-                    hits.append(n)
-                continue
-            stack.extend(ast.iter_child_nodes(n))
-        if not hits:
-            continue
-        first = ctx.lines[sp.line - 1][sp.column - 1:]
-        tlines = text.split("\n")
-        edits = []
-        for h in hits:
-            el, ec = h.end_lineno, h.end_col_offset  # type: ignore[attr-defined]
-            line = sp.line + el - 1
-            col = (sp.column + _char_col(first, ec)) if el == 1 else _char_col(tlines[el - 1], ec) + 1
-            edits.append(_insert(line, col, ".clone()"))
         op = r.message.split(" saved", 1)[0]
-        fixes.append(Fix(f"Clone `{_short(saved, 32)}` where {op} uses it (line {r.line}): "
-                         f"`{_short(saved, 32)}.clone()`", True, tuple(edits), kind="clone-at-use"))
+        fixes += _clone_in(ctx, Span(r.line, r.column, r.end_line, r.end_column), saved, op)
     return fixes
+
+
+def _clone_in(ctx: Ctx, sp: Span, saved: str, op: str) -> list[Fix]:
+    """``saved`` (a name, attribute or subscript) cloned where it occurs inside the expression at ``sp``."""
+    if not (1 <= sp.line <= sp.end_line <= len(ctx.lines)):
+        return []
+    text = ctx.text(sp)
+    try:
+        node = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return []
+    hits: list[ast.AST] = []
+    stack: list[ast.AST] = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, _PURE) and " ".join((ast.get_source_segment(text, n) or "").split()) == saved:
+            if _pure(n):
+                hits.append(n)
+            continue
+        stack.extend(ast.iter_child_nodes(n))
+    if not hits:
+        return []
+    first = ctx.lines[sp.line - 1][sp.column - 1:]
+    tlines = text.split("\n")
+    edits = []
+    for h in hits:
+        el, ec = h.end_lineno, h.end_col_offset  # type: ignore[attr-defined]
+        line = sp.line + el - 1
+        col = (sp.column + _char_col(first, ec)) if el == 1 else _char_col(tlines[el - 1], ec) + 1
+        edits.append(_insert(line, col, ".clone()"))
+    return [Fix(f"Clone `{_short(saved, 32)}` where {op} uses it (line {sp.line}): `{_short(saved, 32)}.clone()`",
+                True, tuple(edits), kind="clone-at-use")]
 
 
 # -----------------------------------------------------------------------------------------------------------
@@ -1210,6 +1214,8 @@ def _step(ctx: Ctx) -> list[Fix]:
     step = _sp(ctx.ex.get("step_stmt_span")) or ctx.m.stmt
     bw = _sp(ctx.ex.get("backward_stmt_span"))
     fixes: list[Fix] = []
+    if bw is not None and not _same_scope(ctx, step.line, bw.line):
+        return []  # the update runs inside a function called before the backward: moving its line breaks the file
     if bw is not None and bw.line > step.end_line and ctx.own_lines(bw) and ctx.starts_line(step):
         bind = ctx.indent(bw.line)
         first, last = step.line, step.end_line
@@ -1252,6 +1258,14 @@ def _step(ctx: Ctx) -> list[Fix]:
     elif bw is not None:
         fixes += _loop_escape_hatch(ctx, step, bw)
     return fixes
+
+
+def _same_scope(ctx: Ctx, a: int, b: int) -> bool:
+    """Lines ``a`` and ``b`` are in the same function's own body (or both at module level)."""
+    from gradguard.fixes.scope import enclosing_scope
+
+    sa, sb = enclosing_scope(ctx.source, ctx.lines, a), enclosing_scope(ctx.source, ctx.lines, b)
+    return sa is not None and sb is not None and sa[0] is sb[0]
 
 
 _SCRIPT_DEFS = re.compile(r"(import|from|def|class|async\s+def|@)\b|@")
@@ -1367,6 +1381,187 @@ def _apply_view_arg(ctx: Ctx) -> list[Fix]:
                 kind="out-of-place")]
 
 
+# -----------------------------------------------------------------------------------------------------------
+# Contracts that are not about one in-place op: a custom Function's mark_dirty, an inference tensor an op
+# saves, a backward after the allow_mutation_on_saved_tensors() block
+# -----------------------------------------------------------------------------------------------------------
+
+def _module_scope(ctx: Ctx, line: int) -> ast.AST | None:
+    """The function (or module) whose body holds ``line``, from the whole file's tree (None: it does not parse,
+    or the line is in a class body)."""
+    from gradguard.fixes.scope import enclosing_scope
+
+    found = enclosing_scope(ctx.source, ctx.lines, line)
+    if found is None or found[1] != 0:
+        return None
+    return found[0]
+
+
+def _own_nodes(scope: ast.AST) -> list[ast.AST]:
+    """The nodes of ``scope``'s own body (not those of functions, lambdas or classes nested in it)."""
+    out: list[ast.AST] = []
+    stack = list(getattr(scope, "body", []))
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        for c in ast.iter_child_nodes(n):
+            if not isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                stack.append(c)
+    return out
+
+
+def _span_of(ctx: Ctx, node: ast.AST) -> Span:
+    ln, el = node.lineno, node.end_lineno  # type: ignore[attr-defined]
+    return Span(ln, _char_col(ctx.lines[ln - 1], node.col_offset) + 1,  # type: ignore[attr-defined]
+                el, _char_col(ctx.lines[el - 1], node.end_col_offset) + 1)  # type: ignore[attr-defined]
+
+
+_SAME_VALUE_METHODS = frozenset({"clone", "contiguous", "detach"})
+
+
+def _copy_of(node: ast.AST, name: str) -> bool:
+    """``x.clone()``, ``x.detach().clone()``, ``x.contiguous()``, ``torch.clone(x)``: a tensor with ``x``'s values
+    (and shape) that is not ``x`` itself."""
+    if not isinstance(node, ast.Call):
+        return False
+    while isinstance(node, ast.Call):
+        f = node.func
+        if isinstance(f, ast.Attribute) and f.attr in _SAME_VALUE_METHODS and not node.args and all(
+                k.arg == "memory_format" for k in node.keywords):
+            node = f.value
+        elif isinstance(f, ast.Attribute) and f.attr == "clone" and isinstance(f.value, ast.Name) and \
+                f.value.id == "torch" and len(node.args) == 1 and not node.keywords:
+            node = node.args[0]
+        else:
+            return False
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def _dirty_returned(ctx: Ctx) -> list[Fix]:
+    """``ctx.mark_dirty(x)`` ... ``return x.clone()``: return ``x`` itself (torch requires each input modified in
+    place to be an output). Same values: the copy had ``x``'s values."""
+    name = ctx.m.receiver
+    scope = _module_scope(ctx, ctx.m.stmt.line)
+    if not name.isidentifier() or not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return []
+    nodes = _own_nodes(scope)
+    if any(isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load) for n in nodes):
+        return []  # `x` is rebound in the forward: which tensor it names at the return is not the input
+    edits: list[Edit] = []
+    for n in nodes:
+        if isinstance(n, ast.Return) and n.value is not None:
+            items = n.value.elts if isinstance(n.value, (ast.Tuple, ast.List)) else [n.value]
+            edits += [_replace(_span_of(ctx, v), name) for v in items if _copy_of(v, name)]
+    if not edits:
+        return []
+    return [Fix(f"Return `{name}` itself, not a copy (an input marked dirty must be an output of the forward)", True,
+                tuple(sorted(edits, key=lambda e: (e.line, e.column))), kind="return-dirty-input")]
+
+
+def _dirty_drop(ctx: Ctx) -> list[Fix]:
+    """``ctx.mark_dirty(t)`` of a tensor the forward made (not an input): drop it (only inputs can be dirty; a
+    tensor the forward allocated needs no marking). Forward values and gradients do not change."""
+    st = ctx.stmt()
+    if st is None:
+        return []
+    call = st.tree.value if isinstance(st.tree, ast.Expr) else None
+    if not isinstance(call, ast.Call) or call.keywords or not isinstance(call.func, ast.Attribute) or \
+            call.func.attr != "mark_dirty":
+        return []
+    keep = [a for a in call.args if st.source_of(a) != ctx.m.receiver]
+    if len(keep) == len(call.args) or any(isinstance(a, ast.Starred) for a in call.args):
+        return []
+    title = f"Remove `{_short(ctx.m.receiver, 32)}` from mark_dirty (it is not an input of the Function)"
+    if keep:
+        text = f"{st.source_of(call.func)}({', '.join(st.source_of(a) for a in keep)})"
+        return [Fix(title, True, (_replace(st.span_of(call), text),), kind="drop-mark-dirty")]
+    sp = ctx.m.stmt
+    if not ctx.own_lines(sp):
+        return []
+    scope = _module_scope(ctx, sp.line)
+    body = next((b for b in _bodies(scope) if any(s.lineno == sp.line for s in b)), None) if scope else None
+    if body is None:
+        return []
+    if len(body) == 1:
+        return [Fix(title, True, (_replace(Span(sp.line, sp.column, sp.end_line, len(ctx.lines[sp.end_line - 1]) + 1),
+                                           "pass"),), kind="drop-mark-dirty")]
+    return [Fix(title, True, (Edit(sp.line, 1, sp.end_line + 1, 1, ""),), kind="drop-mark-dirty")]
+
+
+def _bodies(scope: ast.AST) -> list[list[ast.stmt]]:
+    """Every statement list of ``scope``'s own code (its body, and those of its if/for/while/with/try)."""
+    out: list[list[ast.stmt]] = []
+    todo: list[list[ast.stmt]] = [getattr(scope, "body", [])]
+    while todo:
+        b = todo.pop()
+        out.append(b)
+        for s in b:
+            if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            for f in ("body", "orelse", "finalbody"):
+                sub = getattr(s, f, None)
+                if sub:
+                    todo.append(sub)
+            for h in getattr(s, "handlers", ()):
+                todo.append(h.body)
+            for c in getattr(s, "cases", ()):
+                todo.append(c.body)
+    return out
+
+
+_QUOTED = re.compile(r"`([^`]+)`")
+
+
+def _inference_saved(ctx: Ctx) -> list[Fix]:
+    """An op saves an inference tensor: give it a copy made outside inference_mode (``head(feats.clone())``), a
+    normal tensor with the same values."""
+    mm = _QUOTED.search(str(ctx.ex.get("what") or ""))
+    if mm is None:
+        return []
+    saved = " ".join(mm.group(1).split())
+    op = ctx.m.name or "the op"
+    return [Fix(f.title.replace(" uses it", " uses it, a normal tensor instead of an inference one"), f.safe, f.edits,
+                kind=f.kind) for f in _clone_in(ctx, ctx.m.node, saved, op)]
+
+
+def _am_outside(ctx: Ctx) -> list[Fix]:
+    """``backward()`` after the ``allow_mutation_on_saved_tensors()`` block whose graph saved tensors: extend the
+    block down to the backward (the statements in between are indented into it). The context only changes what
+    an in-place write to a saved tensor does (it keeps a copy), so every value is the same."""
+    sp = ctx.m.stmt
+    scope = _module_scope(ctx, sp.line)
+    if scope is None:
+        return []
+    body = next((b for b in _bodies(scope) if any(s.lineno == sp.line for s in b)), None)
+    if body is None:
+        return []
+    i = next(k for k, s in enumerate(body) if s.lineno == sp.line)
+    j = next((k for k in range(i - 1, -1, -1) if isinstance(body[k], (ast.With, ast.AsyncWith)) and any(
+        "allow_mutation_on_saved_tensors" in (ast.get_source_segment(ctx.source, it.context_expr) or "")
+        for it in body[k].items)), None)  # type: ignore[attr-defined]
+    if j is None:
+        return []
+    block = body[j]
+    first, last = block.end_lineno + 1, body[i].end_lineno  # type: ignore[operator]
+    if last is None or any(isinstance(n, (ast.Constant, ast.JoinedStr)) and isinstance(getattr(n, "value", ""), str)
+                           and n.lineno != n.end_lineno for k in range(j + 1, i + 1) for n in ast.walk(body[k])):
+        return []  # a string spanning lines would change if its lines were indented
+    unit = ctx.indent_unit(block.lineno)
+    edits = tuple(_insert(ln, 1, unit) for ln in range(first, last + 1) if ctx.lines[ln - 1].strip())
+    if not edits:
+        return []
+    return [Fix(f"Move the backward into the `allow_mutation_on_saved_tensors()` block (line {block.lineno}): "
+                f"its saved copies exist only while the block runs", True, edits, kind="extend-block")]
+
+
+_KIND_BUILDERS: dict[str, Callable[[Ctx], list[Fix]]] = {
+    "dirty_not_returned": _dirty_returned,
+    "dirty_not_input": _dirty_drop,
+    "inference_saved": _inference_saved,
+    "am_outside": _am_outside,
+}
+
+
 _BUILDERS: dict[str, Callable[[Ctx], list[Fix]]] = {
     "foreach": _foreach,
     "apply": _apply_view_arg,
@@ -1393,7 +1588,8 @@ def build_fixes(finding: Finding, source: str, lines: Sequence[str]) -> list[Fix
     m = finding.mutation
     if m is None:
         return []
-    builder = _BUILDERS.get(m.kind)
+    by_kind = _KIND_BUILDERS.get(str(finding.facts.get("kind")))
+    builder = by_kind or _BUILDERS.get(m.kind)
     if builder is None:
         return []
     # an index tensor saved by indexing is fixed as any saved tensor is
@@ -1404,7 +1600,7 @@ def build_fixes(finding: Finding, source: str, lines: Sequence[str]) -> list[Fix
     ctx = Ctx(finding_as, source, lines)
     try:
         fixes = builder(ctx)
-        if finding.code in _NEVER_DETACH:
+        if finding.code in _NEVER_DETACH and by_kind is None:
             fixes += _clone_at_use(ctx)
             if not any(f.kind in ("out-of-place", "remove-inplace", "clone-at-use") for f in fixes):
                 fixes += _escape_hatch(ctx)
