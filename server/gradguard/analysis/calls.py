@@ -619,6 +619,9 @@ class Calls(AnalyzerCore):
         if info.name in _BINARY_OVERLOADS and len(pos) >= 2 and isinstance(pos[1], T):
             # torch.max(a, b) / a.min(b): the elementwise maximum/minimum, not a reduction
             info = kb.get(_BINARY_OVERLOADS[info.name]) or info
+        if info.name == "torch.einsum" and len(pos) == 2 and isinstance(pos[1], Seq) and pos[1].items is not None:
+            # `torch.einsum("nc,ck->nk", [q, queue])`: the operands given as one list (the older signature)
+            pos = [pos[0], *pos[1].items]
         bound = self.bind(info, pos, kw)
         if info.name in _DTYPE_CASTS and info.view_of:
             src = bound.get(info.view_of)
