@@ -235,7 +235,8 @@ class NNModules(Summaries):
             return o
         if name == "forward":
             return self.call_obj(o, pos, kw, n, st, fr, in_seq=None)
-        if name in ("register_buffer", "register_parameter", "add_module", "append", "extend", "insert"):
+        if name in ("register_buffer", "register_parameter", "add_module", "register_module", "append", "extend",
+                    "insert"):
             self.touched(o)
         if name == "register_buffer" and len(pos) >= 2 and isinstance(pos[0], Const):
             self.set_attr(o, str(pos[0].value), pos[1])
@@ -243,8 +244,11 @@ class NNModules(Summaries):
         if name == "register_parameter" and len(pos) >= 2 and isinstance(pos[0], Const):
             self.set_attr(o, str(pos[0].value), pos[1])
             return NONE
-        if name == "add_module" and len(pos) >= 2 and isinstance(pos[0], Const):
-            self.set_attr(o, str(pos[0].value), pos[1])
+        if name in ("add_module", "register_module") and len(pos) >= 2:
+            # a name built at run time (`"block{}".format(i)`) is still a child, run in the order it was added; it is
+            # kept under a key no attribute read can spell
+            key = str(pos[0].value) if isinstance(pos[0], Const) and pos[0].known else f"<{name} at line {n.lineno}>"
+            self.set_attr(o, key, pos[1])
             if o.kind == "sequential":
                 ents = o.entries
                 if isinstance(ents, Seq) and ents.items is not None:
