@@ -135,6 +135,12 @@ class Statements(AnalyzerCore):
                 out = cur
             if isinstance(s.target, ast.Name):
                 st.env[s.target.id] = out if isinstance(out, T) else cur
+            elif isinstance(s.target, ast.Subscript):
+                base = self.ev(s.target.value, st, fr)
+                if isinstance(base, T) and not base.maybe_tensor and not cur.storages & base.storages:
+                    # `x[idx] += v` with advanced indexing: Python reads a copy, adds into it, and writes it back
+                    # with `x[idx] = copy` (index_put_ on x)
+                    self.assign(s.target, out if isinstance(out, T) else cur, st, fr, s)
             return st
         # Python values: x = x op v
         nv = self.binop(cur, rhs, s.op, s, st, fr)
@@ -220,7 +226,9 @@ class Statements(AnalyzerCore):
                 info = self.kb.get("operator.setitem")
                 tgt = self.text(t.value)
                 extra = (("target_span", self.site(t)), ("base_span", self.site(t.value)))
-                self.mutate(base, st, form="setitem", node=t, op="item assignment", target=tgt, extra=extra,
+                op = "item assignment" if not isinstance(stmt, ast.AugAssign) else \
+                    f"`{OPSYM.get(type(stmt.op), '+')}=` item assignment"
+                self.mutate(base, st, form="setitem", node=t, op=op, target=tgt, extra=extra,
                             operands_yes=isinstance(v, T) and v.rg == YES and not v.maybe_tensor)
                 if info is not None and not st.no_grad:
                     rg = {"self": base.rg >= MAYBE, "value": isinstance(v, T) and v.rg >= MAYBE}

@@ -882,8 +882,10 @@ def _setitem(ctx: Ctx) -> list[Fix]:
             alias = ctx.ex.get("alias_of") or _short(vtext, 24)
             fixes.append(Fix(f"Clone `{alias}` where it is aliased (line {alias_site.line}): "
                              f"`{_paren(_short(vtext, 24), vnode)}.clone()`", False, edits, kind="clone"))
-    if st is not None and isinstance(st.tree, ast.Assign) and len(st.tree.targets) == 1:
-        tgt = st.tree.targets[0]
+    if st is not None and (isinstance(st.tree, ast.Assign) and len(st.tree.targets) == 1
+                           or isinstance(st.tree, ast.AugAssign)):
+        # (`x[idx] += v` with advanced indexing writes `x[idx] = x[idx] + v` back: an item assignment too)
+        tgt = st.tree.targets[0] if isinstance(st.tree, ast.Assign) else st.tree.target
         if isinstance(tgt, ast.Subscript):
             fixes += _clone_before(ctx, _root(tgt) if isinstance(_root(tgt), ast.Name) else tgt.value, st,
                                    st.tree.value, ctx.f.code)

@@ -40,6 +40,7 @@ a.sum().backward()
         r = h.saves[0] if h.saves else None
         via = h.get("alias_of")
         base = f"`{h.target}`" + (f" (an alias of `{via}`)" if via else "")
+        op = h.op if h.op.endswith("item assignment") else "item assignment"
         if r is None:
-            return f"item assignment into {base} modifies a tensor saved for backward"
-        return f"item assignment into {base} modifies a tensor that {r.op} ({at(r.site, h)}) saved for backward"
+            return f"{op} into {base} modifies a tensor saved for backward"
+        return f"{op} into {base} modifies a tensor that {r.op} ({at(r.site, h)}) saved for backward"
