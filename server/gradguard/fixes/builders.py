@@ -882,7 +882,7 @@ def _setitem(ctx: Ctx) -> list[Fix]:
             alias = ctx.ex.get("alias_of") or _short(vtext, 24)
             fixes.append(Fix(f"Clone `{alias}` where it is aliased (line {alias_site.line}): "
                              f"`{_paren(_short(vtext, 24), vnode)}.clone()`", False, edits, kind="clone"))
-    if st is not None and (isinstance(st.tree, ast.Assign) and len(st.tree.targets) == 1
+    if st is not None and ((isinstance(st.tree, ast.Assign) and len(st.tree.targets) == 1)
                            or isinstance(st.tree, ast.AugAssign)):
         # (`x[idx] += v` with advanced indexing writes `x[idx] = x[idx] + v` back: an item assignment too)
         tgt = st.tree.targets[0] if isinstance(st.tree, ast.Assign) else st.tree.target
