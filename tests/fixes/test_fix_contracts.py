@@ -149,15 +149,14 @@ def test_a_string_spanning_lines_between_the_block_and_the_backward_is_left_alon
     assert f.facts["kind"] == "am_outside" and fix is None
 
 
-def test_a_step_inside_a_helper_is_not_moved_out_of_it() -> None:
-    """The update runs in a function called between forward and backward: moving the helper's own line after a
-    backward in another function would break the file; no reorder fix is offered."""
+def test_a_step_inside_a_helper_moves_the_call_that_runs_it() -> None:
+    """The update runs in a function called between forward and backward: the fix moves the statement of the
+    caller that runs it (here the whole `with` block holding the call), never the helper's own line."""
     src = d("""
         import torch
 
 
         def update(p):
-            p.data.add_(1.0)
             return p.add_(1.0)
 
 
@@ -166,8 +165,74 @@ def test_a_step_inside_a_helper_is_not_moved_out_of_it() -> None:
         with torch.no_grad():
             update(m.weight)
         y.sum().backward()
+        print(m.weight.grad)
         """)
-    found = [f for f in api.check_source(src, "snippet.py") if f.code == "GG202"]
-    assert found, "the analyzer finds the update"
-    for f in found:
-        assert not [x for x in f.fixes if x.kind in ("reorder-step", "allow-mutation")], f.fixes
+    f, fix = one(src, "GG202")
+    assert f.line == 5
+    assert any(r.line == 11 and "inside the call" in r.message for r in f.related), f.related
+    assert fix is not None and fix.kind == "reorder-step"
+    new = apply_edits(src, fix.edits).splitlines()
+    assert new[3:5] == ["def update(p):", "    return p.add_(1.0)"]
+    assert new[9:13] == ["y.sum().backward()", "with torch.no_grad():", "    update(m.weight)", "print(m.weight.grad)"]
+
+
+def test_a_step_two_calls_deep_moves_the_outer_call() -> None:
+    src = d("""
+        import torch
+
+
+        def clip(p):
+            p.clamp_(-1, 1)
+
+
+        def post_step(model):
+            with torch.no_grad():
+                clip(model.weight)
+
+
+        m = torch.nn.Linear(4, 3)
+        y = torch.tanh(m(torch.randn(2, 4, requires_grad=True)))  # linear saves the weight for the input grad
+        post_step(m)
+        y.sum().backward()
+        """)
+    _f, fix = one(src, "GG202")
+    assert fix is not None and fix.kind == "reorder-step"
+    new = apply_edits(src, fix.edits).splitlines()
+    assert new[-2:] == ["y.sum().backward()", "post_step(m)"]
+
+
+def test_a_step_replayed_from_a_summary_moves_the_call_that_replays_it(monkeypatch) -> None:
+    """The second call of the helper is not run again (its first run's summary is replayed): the update it
+    replays still knows the call it was made through."""
+    from gradguard.analysis.summaries import Summaries
+
+    replays = []
+    real = Summaries.replay
+
+    def counting(self, s, *a, **k):
+        replays.append(s)
+        return real(self, s, *a, **k)
+
+    monkeypatch.setattr(Summaries, "replay", counting)
+    src = d("""
+        import torch
+
+
+        def upd(p):
+            with torch.no_grad():
+                p.add_(1.0)
+
+
+        m = torch.nn.Linear(4, 3)
+        y0 = m.weight.mul(m.weight)  # a graph nobody differentiates
+        upd(m.weight)
+        y2 = m.weight.mul(m.weight)
+        upd(m.weight)
+        y2.sum().backward()
+        """)
+    f, fix = one(src, "GG202")
+    assert len(replays) == 1 and replays[0].steps, "the second call replays the first one's summary"
+    assert any(r.line == 13 and "inside the call" in r.message for r in f.related), f.related
+    assert fix is not None and fix.kind == "reorder-step"
+    new = apply_edits(src, fix.edits).splitlines()
+    assert new[-2:] == ["y2.sum().backward()", "upd(m.weight)"]

@@ -17,15 +17,9 @@ from shared_data import corpus_manifest
 
 pytestmark = pytest.mark.torch
 
-# Cases not fixed, and why (see docs/fixes.md). The graph is built once before the training loop and every
-# iteration's backward goes through it after optimizer.step(): the only fix is the escape hatch around the
-# script part of the module (lines from the first statement after the definitions through the loop); it runs
-# correctly, but the analyzer still reports GG202 inside allow_mutation_on_saved_tensors() for this case.
-KNOWN_UNFIXED: dict[str, str] = {
-    # found by the analysis since 2026-11-23: no fix is offered (see docs/fixes.md)
-    "gg202/pos_module_apply_inplace_after_forward": "the step is inside the function Module._apply runs: "
-                                                    "moving its line would break the file; no fix is offered",
-}
+# Error cases the preferred fixes do not fix, and why (see docs/fixes.md): none at present. A case added here
+# is expected to fail (xfail), with its reason.
+KNOWN_UNFIXED: dict[str, str] = {}
 
 ANALYZER_CASES = proof.corpus_cases() + proof.fixture_cases()
 RULE_EXAMPLES = proof.rule_example_ids()

@@ -72,6 +72,7 @@ class AnalyzerCore:
         self.entry: tuple[Site, Site] | None = None  # the checked file's call (site, statement) into another module
         self.recording: list[list[Any]] = []  # [marker, pure, cut] of the calls being summarised, outermost first
         self.call_chain: list[tuple[FuncInfo, Site, str]] = []  # calls being followed (callee, call, what it calls)
+        self.call_stmts: list[Site] = []  # the statements of calls between this file's functions being followed
         self.backwards = 0  # backward() calls seen so far
         self.summaries: dict[Any, Any] = {}  # call context -> Summary (or NOT_SUMMARISED): see .summaries
         self.footprints: dict[Any, Any] = {}  # call context -> what its recorded run read and needed (.shared.Rec)
@@ -237,8 +238,8 @@ class AnalyzerCore:
         """A step made here; inside another module's function called from the checked file, it is reported at
         that call (the helper is fine, the order in this file is not) and points into the helper."""
         if self.entry is not None and site.path != "":
-            return StepEvent(self.stamp, owners, self.entry[0], self.entry[1], op, site)
-        return StepEvent(self.stamp, owners, site, stmt, op)
+            return StepEvent(self.stamp, owners, self.entry[0], self.entry[1], op, site, tuple(self.call_stmts))
+        return StepEvent(self.stamp, owners, site, stmt, op, None, tuple(self.call_stmts))
 
     def set_attr(self, o: Obj, name: str, v: Val) -> None:
         """``o.name = v``, remembered while a branch runs so that the other branch starts from the old value and

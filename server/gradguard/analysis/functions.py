@@ -54,10 +54,15 @@ class Functions(Summaries):
         if n is not None:
             callee = self.text(n.func) if isinstance(n, ast.Call) else ""
             self.call_chain.append((fi, self.site(n), callee or fi.qual))
+            local = self.entry is None and self.mod.is_root and (fi.mod is None or fi.mod.is_root)
+            if local:
+                self.call_stmts.append(self.stmt_site())
             try:
                 return self._follow(fi, key, pos, kw, st, fr, n, place)
             finally:
                 self.call_chain.pop()
+                if local:
+                    self.call_stmts.pop()
         return self._follow(fi, key, pos, kw, st, fr, n, place)
 
     def _follow(self, fi: FuncInfo, key: Any, pos: list[Val], kw: dict[str, Val], st: State, fr: Frame,

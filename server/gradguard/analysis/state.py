@@ -22,6 +22,9 @@ class StepEvent:
     stmt: Site
     op: str
     inner: Site | None = None
+    # the statements of the checked file's functions that called into the one making the update, outermost first
+    # (from the function the analysis started in): where a fix moves the update from
+    calls: tuple[Site, ...] = ()
 
 
 # Save records kept per storage: the first ones name the op in messages; a parameter used by hundreds of ops (or a

@@ -178,8 +178,8 @@ class Cloner:
     def step(self, e: StepEvent, stamp: int, entry: tuple[Site, Site] | None = None) -> StepEvent:
         owners = frozenset(self.owner(o) for o in e.owners)
         if entry is not None:
-            return StepEvent(stamp, owners, entry[0], entry[1], e.op, e.inner or e.site)
-        return StepEvent(stamp, owners, e.site, e.stmt, e.op, e.inner)
+            return StepEvent(stamp, owners, entry[0], entry[1], e.op, e.inner or e.site, e.calls)
+        return StepEvent(stamp, owners, e.site, e.stmt, e.op, e.inner, e.calls)
 
 
 class Summaries(SharedSummaries):
@@ -291,6 +291,7 @@ class Summaries(SharedSummaries):
     def _summarise(self, key: Hashable, pos: list[Val], kw: dict[str, Val], st: State, run: Any,
                    shared: tuple[Hashable, Shape] | None = None, depth: int = 0, place: Any = None) -> Val:
         mark, stamp, backwards = marker(), self.stamp, self.backwards
+        depth_calls = len(self.call_stmts)
         before, steps = dict(st.heap.saved), st.heap.steps
         rec: list[Any] = [mark, True, False]
         self.recording.append(rec)
@@ -306,7 +307,7 @@ class Summaries(SharedSummaries):
             self.shared_recs.remove(fp)
         summary = None
         if rec[1] and self.backwards == backwards:
-            summary = self.record(mark, stamp, pos, kw, before, steps, st, res)
+            summary = self.record(mark, stamp, pos, kw, before, steps, st, res, depth_calls)
             if summary is not None and rec[2]:
                 summary = replace(summary, min_depth=depth)
         self.summaries[key] = summary if summary is not None else NOT_SUMMARISED
@@ -327,7 +328,7 @@ class Summaries(SharedSummaries):
 
     def record(self, mark: int, stamp: int, pos: list[Val], kw: dict[str, Val],
                before: dict[Storage, tuple[SaveRecord, ...]], steps_before: tuple[StepEvent, ...], st: State,
-               result: Val) -> Summary | None:
+               result: Val, depth_calls: int = 0) -> Summary | None:
         steps = st.heap.steps
         if steps[:len(steps_before)] != steps_before or not self._replayable(result, 0):
             return None
@@ -354,7 +355,9 @@ class Summaries(SharedSummaries):
         return Summary(mark, stamp, self._arg_paths(pos, kw),
                        tuple((snap.storage(s), recs) for s, recs in added),
                        tuple(snap.storage(s) for s in removed),
-                       tuple(snap.step(e, e.stamp) for e in steps[len(steps_before):]),
+                       # (a step keeps the calls made inside the recorded call; a replay puts its own in front)
+                       tuple(replace(snap.step(e, e.stamp), calls=e.calls[depth_calls:])
+                             for e in steps[len(steps_before):]),
                        snap.value(result), arg_prov)
 
     def _replayable(self, v: Val, depth: int) -> bool:
@@ -380,8 +383,10 @@ class Summaries(SharedSummaries):
             y = c.storage(x)
             saved[y] = (*saved.get(y, ()), *recs)
         if s.steps:
-            st.heap.steps = (*st.heap.steps, *(c.step(e, self.stamp, self.entry if (e.inner or e.site).path else None)
-                                               for e in s.steps))
+            here = tuple(self.call_stmts)
+            st.heap.steps = (*st.heap.steps, *(
+                replace(c.step(e, self.stamp, entry), calls=here if entry is not None else here + e.calls)
+                for e in s.steps for entry in (self.entry if (e.inner or e.site).path else None,)))
         return self._with_prov(c.value(s.result), s, cur, 0)
 
     def _with_prov(self, v: Val, s: Summary, prov: frozenset[Any], depth: int) -> Val:

@@ -67,11 +67,23 @@ class Training(AnalyzerCore):
                 took = next((u for u in reversed(chain) if u.path == step.path), None)
                 if took is not None and took.line < step.line:
                     inner = ((took, "the graph took in the parameters here, before the step changed them"), *inner)
+                # the statements to reorder: those of the innermost function that runs both (the update may be
+                # made inside a helper this file calls between the forward and the backward)
+                step_at, bw_at = ev.stmt, bw_stmt
+                here = self.call_stmts
+                k = 0
+                while k < len(ev.calls) and k < len(here) and ev.calls[k] == here[k]:
+                    k += 1
+                if k < len(ev.calls):
+                    step_at = ev.calls[k]
+                    inner = (*inner, (step_at, "the update is made inside the call here"))
+                if k < len(here):
+                    bw_at = here[k]
                 self.report(Hazard("step", "step", ev.site, ev.stmt, ev.op, "",
                                    related=((bw_stmt, "this backward goes through the graph built before the step"),
                                             *inner, *bw_inner),
-                                   extra=(("step_stmt_span", ev.stmt), ("backward_line", bw_stmt.line),
-                                          ("backward_stmt_span", bw_stmt))))
+                                   extra=(("step_stmt_span", step_at), ("backward_line", bw_stmt.line),
+                                          ("backward_stmt_span", bw_at))))
             break
         if retain and self.bw_pending:
             # a custom Function's backward writes into what it saved: the kept graph's next backward finds it changed
