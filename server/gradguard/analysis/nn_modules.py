@@ -48,14 +48,26 @@ from gradguard.knowledge import OpInfo
 from gradguard.knowledge import libraries as L
 
 
+def _callable_instance(v: Val) -> bool:
+    """An instance of a plain class of the analysed code that defines ``__call__`` (not a module)."""
+    return isinstance(v, Obj) and v.kind == "local" and v.info is not None and "forward" not in v.info.methods \
+        and v.info.find_method("__call__") is not None
+
+
+# torch bases that are not modules: optimizers (and their schedulers), datasets and samplers
+_NOT_MODULES = ("torch.optim.", "torch.utils.data.")
+
+
 class NNModules(Summaries):
     def module_like(self, cls: ClassInfo) -> bool:
-        """An nn.Module (or autograd.Function): a torch base, or a `forward` of its own or of a local base."""
+        """An nn.Module (or autograd.Function): a torch base, or a `forward` of its own or of a local base. An
+        optimizer, a learning-rate scheduler or a dataset (`torch.optim.Optimizer`, `torch.utils.data.Dataset`
+        subclasses) is not one: its methods handle gradients, state and data, not a graph."""
         for c in cls.mro():
             if "forward" in c.methods:
                 return True
             for b in c.bases:
-                if isinstance(b, Ref) and b.qual.startswith("torch."):
+                if isinstance(b, Ref) and b.qual.startswith("torch.") and not b.qual.startswith(_NOT_MODULES):
                     return True
         return False
 
@@ -227,8 +239,9 @@ class NNModules(Summaries):
             return self.named_params(Params(self.reach(o)))
         if name in ("modules", "children"):
             return Seq(None, UNKNOWN)
-        if name in ("_apply", "apply") and pos and isinstance(pos[0], (Func, Bound, Partial)) \
-                and o.kind in ("torch", "local", "sequential", "modulelist", "moduledict"):
+        if name in ("_apply", "apply") and pos and (isinstance(pos[0], (Func, Bound, Partial)) or _callable_instance(
+                pos[0])) and o.kind in ("torch", "local", "sequential", "modulelist", "moduledict"):
+            # (a function, or an instance of a plain class with `__call__`: `model.apply(WeightClipper())`)
             self.apply_to_module(o, name, pos[0], n, st, fr)
             return o
         if name in ("to", "cuda", "cpu", "float", "double", "half", "bfloat16", "requires_grad_", "type"):
@@ -281,14 +294,19 @@ class NNModules(Summaries):
                        ("torch", "local", "sequential", "modulelist", "moduledict")),
                       key=lambda x: (x is o, owner_key(x)))[:MAX_APPLY]
         if name == "apply":
-            fi = fn.info if isinstance(fn, Func) else fn.func if isinstance(fn, Bound) else None
+            fi = fn.info if isinstance(fn, Func) else fn.func if isinstance(fn, Bound) else \
+                fn.info.find_method("__call__") if isinstance(fn, Obj) and fn.info is not None else None
             if fi is not None and not _writes_objects(fi.node):
                 # An initialiser (`_init_weights(m)`: nn.init on m's parameters): what it does to one submodule it
                 # does to every other of the same class and parameters, at the same lines; one of each is enough.
+                # (Whether a graph saved its parameters is part of it: a weight clipper run between forward and
+                # backward breaks only the layers whose weights were saved.)
+                kept = st.heap.saved
                 seen: set[tuple[Any, ...]] = set()
                 reps = []
                 for m in mods:
-                    k = (m.kind, m.qual, id(m.info), tuple(sorted(m.params)))
+                    k = (m.kind, m.qual, id(m.info), tuple(sorted(m.params)),
+                         any(s in kept for p in m.params.values() if isinstance(p, T) for s in p.storages))
                     if m is o or k not in seen:
                         seen.add(k)
                         reps.append(m)
@@ -541,7 +559,15 @@ class NNModules(Summaries):
         return None
 
     def init_torch_base(self, obj: Obj, cls: ClassInfo, pos: list[Val], kw: dict[str, Val], n: ast.AST) -> None:
-        """The torch base's constructor: remember its in-place flag."""
+        """The torch base's constructor: remember its in-place flag; an optimizer's, the parameters it updates
+        (``super().__init__(params, defaults)`` in a ``torch.optim.Optimizer`` subclass: its methods walk
+        ``self.param_groups``, as the built-in optimizers' do)."""
+        if any(b.startswith("torch.optim.") and ".lr_scheduler" not in b for b in cls.torch_bases()):
+            params = kw.get("params", pos[0] if pos else UNKNOWN)
+            owners = Params(self.owners_of(params))
+            obj.cfg["owners"] = owners
+            self.set_attr(obj, "param_groups", Seq(None, Seq.of((owners, UNKNOWN_NUM), "dict"), "list"))
+            return
         tbase = self.torch_base(cls)
         if tbase is not None:
             m = self.construct_module(tbase[1], pos, kw, n)
