@@ -317,9 +317,10 @@ class AnalyzerCore:
     def mutate(self, val: Val, st: State, *, form: str, node: ast.AST, op: str, target: str,
                extra: tuple[tuple[str, Any], ...] = (), no_grad_op: bool = False,
                site: Site | None = None, related: tuple[tuple[Site, str], ...] = (), operands_rg: bool = False,
-               operands_yes: bool = False) -> None:
+               operands_yes: bool = False, param_step: bool = True) -> None:
         """An in-place write to ``val`` (``operands_rg``: another operand of the op may require grad;
-        ``operands_yes``: one surely does, so the write makes ``val`` require grad)."""
+        ``operands_yes``: one surely does, so the write makes ``val`` require grad; ``param_step``: a write to a
+        parameter counts as an update of its module, checked against later backwards)."""
         if not isinstance(val, T):
             return
         self.effects += 1
@@ -381,7 +382,7 @@ class AnalyzerCore:
         for s in val.storages:
             saved.pop(s, None)
         owners = frozenset(s.param_of for s in val.storages if s.param_of is not None)
-        if owners and not st.allow_mutation:
+        if owners and not st.allow_mutation and param_step:
             # the module, and the parameter itself for a graph that saved it directly (`m.weight.mul(m.weight)`)
             owners |= frozenset(s for s in val.storages if s.param_of is not None)  # under allow_mutation_on_saved_tensors torch keeps a copy
             st.heap.steps = (*st.heap.steps, self.step_event(owners, site, stmt, f"in-place update of `{target}`"))

@@ -460,6 +460,8 @@ class NNModules(Summaries):
                 info = self.kb.get(f"{info.name}[{info.inplace_kwarg}=True]") or info
             short = o.qual.rsplit(".", 1)[-1]
             display = f"{short}(inplace=True)" if o.inplace else short
+            if short in ("Embedding", "EmbeddingBag"):
+                self._renorm(o, short, n, st)
             return self.apply(info, pos, kw, n, st, fr, display=display, module=o, in_seq=in_seq)
         if o.kind in ("sequential",):
             if not pos:
@@ -486,6 +488,19 @@ class NNModules(Summaries):
                 # __call__ runs with the caller's tensors
                 return self.call_func(call, [o, *pos], kw, st, fr, n)
         return UNKNOWN
+
+    def _renorm(self, o: Obj, short: str, n: ast.Call, st: State) -> None:
+        """An embedding built with ``max_norm`` renormalizes the rows it looks up in its weight, in place (under
+        no_grad), on every call: a differentiable op that used the weight before (a tied output projection, the
+        previous step of a decoding loop) finds it changed at backward."""
+        mn = o.cfg.get("max_norm")
+        if not (isinstance(mn, Const) and mn.known and isinstance(mn.value, (int, float))
+                and not isinstance(mn.value, bool)):
+            return
+        w = self.module_param(o, "weight")
+        self.mutate(w, st, form="module_call", node=n, op=f"{short}(max_norm={mn.value!r})",
+                    target=f"{self.text(n.func)}.weight", no_grad_op=True, param_step=False,
+                    extra=(("renorm", True),))
 
     def run_sequential(self, o: Obj, x: Val, n: ast.Call, st: State, fr: Frame) -> Val:
         ents = o.entries

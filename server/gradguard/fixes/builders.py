@@ -484,6 +484,17 @@ def _clone_at_use(ctx: Ctx) -> list[Fix]:
     return fixes
 
 
+_VIEW_METHODS = frozenset({"t", "T", "mT", "transpose", "permute", "view", "view_as", "reshape", "unsqueeze", "squeeze",
+                           "expand", "expand_as", "flatten", "narrow", "select", "unflatten", "movedim"})
+
+
+def _view_base(n: ast.AST) -> ast.AST | None:
+    """``w`` for ``w`` and for a chain of view methods on it (``w.t()``, ``w.view(-1, d).transpose(0, 1)``)."""
+    while isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _VIEW_METHODS:
+        n = n.func.value
+    return n if isinstance(n, _PURE) else None
+
+
 def _clone_in(ctx: Ctx, sp: Span, saved: str, op: str) -> list[Fix]:
     """``saved`` (a name, attribute or subscript) cloned where it occurs inside the expression at ``sp``."""
     if not (1 <= sp.line <= sp.end_line <= len(ctx.lines)):
@@ -497,9 +508,11 @@ def _clone_in(ctx: Ctx, sp: Span, saved: str, op: str) -> list[Fix]:
     stack: list[ast.AST] = [node]
     while stack:
         n = stack.pop()
-        if isinstance(n, _PURE) and " ".join((ast.get_source_segment(text, n) or "").split()) == saved:
-            if _pure(n):
-                hits.append(n)
+        if isinstance(n, (*_PURE, ast.Call)) and " ".join((ast.get_source_segment(text, n) or "").split()) == saved:
+            # the tensor itself, or a view of it the op saved (`w.t()`, `w.transpose(0, 1)`): clone the tensor
+            base = _view_base(n)
+            if base is not None and _pure(base):
+                hits.append(base)
             continue
         stack.extend(ast.iter_child_nodes(n))
     if not hits:

@@ -81,6 +81,9 @@ h.sum().backward()
         r = h.saves[0] if h.saves else None
         if r is None:
             return f"{h.op} overwrites a tensor saved for backward"
+        if h.get("renorm"):
+            return (f"{h.op} renormalizes the rows it looks up in `{h.target}` in place on every call, but {r.op} "
+                    f"({at(r.site, h)}) saved that weight for backward")
         out = output_phrase(r)
         if out is not None:
             return f"{h.op} overwrites {out} of {r.op} ({at(r.site, h)}), which {r.op} saved for backward"
