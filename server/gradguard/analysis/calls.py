@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -333,6 +334,12 @@ class Calls(AnalyzerCore):
             # leaf that requires grad, whatever the knowledge says of the op otherwise
             return T(frozenset({Storage(f"created with requires_grad=True ({raw.rsplit('.', 1)[-1]})",
                                         self.site(n), leaf=True)}), rg=YES, leaf=True, origin=raw)
+        if qual == _LAYER_BY_NAME:
+            # a torch.nn layer we cannot name: a module whose parameters (`.weight`, `.bias`) are parameters
+            o = Obj("opaque", "nn layer")
+            o.training = True
+            o.ctor = self.site(n)
+            return o
         if info is not None:
             if info.kind == "module":
                 return self.construct_module(info, pos, kw, n)
@@ -427,6 +434,8 @@ class Calls(AnalyzerCore):
             return Super(obj or UNKNOWN, fr.cls)
         if name == "getattr" and len(pos) >= 2 and isinstance(pos[1], Const) and isinstance(pos[1].value, str):
             return self.getattr(pos[0], pos[1].value, n, st)
+        if name == "getattr" and len(pos) == 2 and isinstance(pos[0], Ref) and pos[0].qual == "torch.nn":
+            return Ref(_LAYER_BY_NAME)  # `getattr(nn, cfg["layer"])`: a torch.nn class chosen at run time
         if name in ("sum", "min", "max") and pos:
             el = self.elem(pos[0], n) if len(pos) == 1 else join(pos[0], pos[1])
             if isinstance(el, T):
@@ -612,6 +621,19 @@ class Calls(AnalyzerCore):
             bound[k] = v
         return bound
 
+    def float32(self, t: T) -> bool:
+        """Is ``t`` known to be float32? A tensor that requires grad is floating point; in a file that never
+        mentions another precision (no half, bfloat16, double, autocast, a dtype chosen at run time) it is the
+        default float32."""
+        if t.rg != YES or t.maybe_tensor:
+            return False
+        mod = self.mod
+        got = self.fp32_files.get(mod.path)
+        if got is None:
+            # (code only: a comment that mentions mixed precision is not any)
+            got = self.fp32_files[mod.path] = not any(_OTHER_PRECISION.search(ln.split("#", 1)[0]) for ln in mod.lines)
+        return got
+
     def apply(self, info: OpInfo, pos: list[Val], kw: dict[str, Val], n: ast.AST, st: State, fr: Frame, *,
               display: str, form: str = "", target_text: str = "", extra: tuple[tuple[str, Any], ...] = (),
               module: Obj | None = None, in_seq: Obj | None = None, receiver_node: ast.AST | None = None) -> Val:
@@ -625,10 +647,16 @@ class Calls(AnalyzerCore):
         bound = self.bind(info, pos, kw)
         if info.name in _DTYPE_CASTS and info.view_of:
             src = bound.get(info.view_of)
-            if not (isinstance(src, T) and src.origin in _FLOAT32_ORIGINS):
+            if not (isinstance(src, T) and (src.origin in _FLOAT32_ORIGINS or self.float32(src))):
                 # `state.float()` is `state` itself only when it is already float32; of a tensor whose dtype is not
                 # known (a parameter, a buffer, a bf16 activation) it may as well be a copy: no alias is assumed
                 info = dataclasses.replace(info, view_of=None)
+        elif info.name in _SAME_DTYPE_CASTS and not info.view_of:
+            # `h.to(torch.float32)`, `p.type_as(q)`: the tensor itself when it already has that dtype
+            src, to = bound.get("self"), bound.get("dtype", bound.get("other"))
+            if isinstance(src, T) and self.float32(src) and not is_true(bound.get("copy")) and (
+                    (isinstance(to, Ref) and to.qual in _FLOAT32_DTYPES) or (isinstance(to, T) and self.float32(to))):
+                info = dataclasses.replace(info, view_of="self")
         if "dim" in bound or (info.kind in ("function", "method") and len(pos) >= 2
                               and not isinstance(pos[1], T)):
             # `x.max(-1)`, `torch.max(x, 1)`: the reduction along a dimension (a (values, indices) pair), not the
@@ -1060,6 +1088,15 @@ def _is_num(v: Val, n: int) -> bool:
 _DTYPE_CASTS = frozenset({"Tensor.float", "Tensor.conj_physical", "torch.conj_physical"})
 # what is float32 whatever the code around it does (the default dtype of torch's random factories)
 _FLOAT32_ORIGINS = frozenset({"randn", "rand", "randn_like", "rand_like"})
+_SAME_DTYPE_CASTS = frozenset({"Tensor.to", "Tensor.type_as"})
+_LAYER_BY_NAME = "torch.nn.<a layer chosen by name>"
+_FLOAT32_DTYPES = frozenset({"torch.float32", "torch.float"})
+# what makes a file's float tensors other than float32: reduced or double precision, autocast, a dtype chosen at
+# run time (`.to(dtype)`, `set_default_dtype`), Lightning's `precision=`, code that tests a dtype (`if x.dtype ==
+# torch.float32: x = x.clone() else: x = x.float()` expects others)
+_OTHER_PRECISION = re.compile(r"\b(half|float16|bfloat16|bf16|fp16|float64|double|autocast|amp|GradScaler|"
+                              r"set_default_dtype|complex\w*|is_floating_point)\b|\bprecision\s*=|\.to\(\s*dtype\b|"
+                              r"\bdtype\s*=\s*dtype\b|\bdtype\s*(==|!=|\bin\b|\bnot\s+in\b|\bis\b)")
 _BINARY_OVERLOADS = {"torch.max": "torch.maximum", "torch.min": "torch.minimum",
                      "Tensor.max": "torch.maximum", "Tensor.min": "torch.minimum"}
 

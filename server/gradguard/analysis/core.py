@@ -73,6 +73,7 @@ class AnalyzerCore:
         self.recording: list[list[Any]] = []  # [marker, pure, cut] of the calls being summarised, outermost first
         self.call_chain: list[tuple[FuncInfo, Site, str]] = []  # calls being followed (callee, call, what it calls)
         self.call_stmts: list[Site] = []  # the statements of calls between this file's functions being followed
+        self.fp32_files: dict[str, bool] = {}  # module path -> its float tensors are float32 (see Calls.float32)
         self.backwards = 0  # backward() calls seen so far
         self.summaries: dict[Any, Any] = {}  # call context -> Summary (or NOT_SUMMARISED): see .summaries
         self.footprints: dict[Any, Any] = {}  # call context -> what its recorded run read and needed (.shared.Rec)

@@ -82,6 +82,52 @@ def _references(lines: list[str]) -> Counter[str]:
     return out
 
 
+_BARE_CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\s*\(")
+_SELF_CALL = re.compile(r"\bself\.([A-Za-z_]\w*)\s*\(")
+
+
+def _calls(lines: list[str]) -> tuple[Counter[str], Counter[str]]:
+    """How often each name is called bare (``helper(...)``) and on ``self`` (``self.helper(...)``) in ``lines``."""
+    bare: Counter[str] = Counter()
+    on_self: Counter[str] = Counter()
+    for ln in lines:
+        if "(" in ln:
+            bare.update(_BARE_CALL.findall(ln))
+            if "self." in ln:
+                on_self.update(_SELF_CALL.findall(ln))
+    return bare, on_self
+
+
+def _called_helper(fi: FuncInfo, calls: tuple[Counter[str], Counter[str]], lines: list[str]) -> bool:
+    """A public helper this file calls (a free function called by name, a method called on ``self``) runs in the
+    contexts its callers give it, which their analyses follow into it, as a private helper does (see below). Run
+    alone with made-up arguments it would see contexts that never happen (a batch of data taken for a tensor that
+    requires grad). Methods torch calls (``forward``, hooks) and dunder methods always run alone."""
+    node = fi.node
+    if isinstance(node, ast.Lambda):
+        return False
+    name = node.name
+    if name.startswith("__") or name in _TORCH_CALLED or name.startswith("_"):
+        return False
+    counts = calls[1] if fi.cls is not None else calls[0]
+    if not counts.get(name):
+        return False
+    end = getattr(node, "end_lineno", None) or node.lineno
+    start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+    own = _calls(lines[start - 1:end])
+    return counts[name] > (own[1] if fi.cls is not None else own[0]).get(name, 0)
+
+
+def _loss_helper(fi: FuncInfo) -> bool:
+    """A loss helper by its name (`dice_loss`, `compute_loss`): what it returns is what gets differentiated."""
+    return not isinstance(fi.node, ast.Lambda) and not _LOSS_WORDS.isdisjoint(fi.node.name.lower().split("_"))
+
+
+# methods torch (or Lightning, or the autograd engine) calls itself: they run alone whoever else calls them
+_TORCH_CALLED = frozenset({"forward", "backward", "setup_context", "jvp", "vjp", "training_step", "validation_step",
+                           "test_step", "predict_step", "step", "closure", "extra_repr"})
+
+
 def _private_helper(fi: FuncInfo, refs: Counter[str], lines: list[str]) -> bool:
     """A private helper (``_name``) used elsewhere in the file runs in the contexts its callers give it, which the
     analyses of those callers follow into it; analysing it alone with made-up arguments would only add contexts
@@ -210,8 +256,13 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
             self.memo_out = FileMemo(chunks, self.file_facts(), self._context_rel(chunks, starts), 0)
             plan = self._plan(self.memo_out)
         refs = _references(self.lines)
+        calls = _calls(self.lines)
         for fi in list(self.functions):
-            if _private_helper(fi, refs, self.lines):
+            if _private_helper(fi, refs, self.lines) or (
+                    _called_helper(fi, calls, self.lines) and not _loss_helper(fi) and not self._called_elsewhere(fi)):
+                # (a loss helper's arguments are what gets differentiated, whoever calls it; a function another
+                # file calls with grad on is that file's to give contexts to, and this file's to report in: they
+                # run alone too)
                 continue
             key = self._entry_key(fi, chunks, starts) if record else None
             if key is not None and plan is not None and self._replay(plan, key):
@@ -384,6 +435,17 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
                 out.add(node.lineno)
         return frozenset(out)
 
+    def _called_elsewhere(self, fi: FuncInfo) -> bool:
+        """Does a workspace file other than ``fi``'s call ``fi``'s name outside no_grad? (That file is a dependency of
+        the answer.)"""
+        src = fi.mod.source if fi.mod is not None and not fi.mod.is_root else None
+        path = src.path if src is not None else self.file
+        if self.project is None or not path or isinstance(fi.node, ast.Lambda):
+            return False
+        files = self.project.callers.used_outside(fi.node.name, path)
+        self.context_deps.update(files)
+        return bool(files)
+
     def _used_elsewhere(self, path: str) -> Callable[[set[str]], set[str]] | None:
         """A function from names to those of them that workspace files other than ``path`` use outside no_grad
         (None without a project)."""
@@ -409,7 +471,7 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         node = fi.node
         if isinstance(node, ast.Lambda):
             return False
-        if not _LOSS_WORDS.isdisjoint(node.name.lower().split("_")):
+        if _loss_helper(fi):
             return True  # a loss helper (`dice_loss`, `compute_loss`): what it returns is what gets differentiated
         if self.project is None or (fi.mod is not None and fi.mod.source is not None and fi.mod.source.library):
             return False
