@@ -622,9 +622,9 @@ class Calls(AnalyzerCore):
         return bound
 
     def float32(self, t: T) -> bool:
-        """Is ``t`` known to be float32? A tensor that requires grad is floating point; in a file that never
-        mentions another precision (no half, bfloat16, double, autocast, a dtype chosen at run time) it is the
-        default float32."""
+        """Is ``t`` known to be float32? A tensor that requires grad is floating point (or complex); in a file that
+        never mentions another precision (no half, bfloat16, double, complex numbers or FFTs, autocast, a dtype
+        chosen at run time) it is the default float32."""
         if t.rg != YES or t.maybe_tensor:
             return False
         mod = self.mod
@@ -647,7 +647,8 @@ class Calls(AnalyzerCore):
         bound = self.bind(info, pos, kw)
         if info.name in _DTYPE_CASTS and info.view_of:
             src = bound.get(info.view_of)
-            if not (isinstance(src, T) and (src.origin in _FLOAT32_ORIGINS or self.float32(src))):
+            if not (isinstance(src, T) and (src.origin in _FLOAT32_ORIGINS or (
+                    info.name == "Tensor.float" and self.float32(src)))):
                 # `state.float()` is `state` itself only when it is already float32; of a tensor whose dtype is not
                 # known (a parameter, a buffer, a bf16 activation) it may as well be a copy: no alias is assumed
                 info = dataclasses.replace(info, view_of=None)
@@ -1095,7 +1096,7 @@ _FLOAT32_DTYPES = frozenset({"torch.float32", "torch.float"})
 # run time (`.to(dtype)`, `set_default_dtype`), Lightning's `precision=`, code that tests a dtype (`if x.dtype ==
 # torch.float32: x = x.clone() else: x = x.float()` expects others)
 _OTHER_PRECISION = re.compile(r"\b(half|float16|bfloat16|bf16|fp16|float64|double|autocast|amp|GradScaler|"
-                              r"set_default_dtype|complex\w*|is_floating_point)\b|\bprecision\s*=|\.to\(\s*dtype\b|"
+                              r"set_default_dtype|complex\w*|is_floating_point|fft|polar|view_as_complex)\b|\bprecision\s*=|\.to\(\s*dtype\b|"
                               r"\bdtype\s*=\s*dtype\b|\bdtype\s*(==|!=|\bin\b|\bnot\s+in\b|\bis\b)")
 _BINARY_OVERLOADS = {"torch.max": "torch.maximum", "torch.min": "torch.minimum",
                      "Tensor.max": "torch.maximum", "Tensor.min": "torch.minimum"}
