@@ -37,6 +37,10 @@ from shared_data import CORPUS  # noqa: E402  (../shared next to the repository,
 
 TRACER = HERE / "tracer.py"
 REFERENCES = HERE / "references"
+# fixtures whose `_fixed` twin is their reference although the original runs under allow_mutation_on_saved_tensors:
+# there it computes other values than the program the code means (the seed's two passes edit the ids and the mask
+# the first pass saved; the run under the context manager gives the embedding another gradient)
+TWIN_REFERENCES = frozenset({"seeds/s001_hierarchical_two_pass"})
 ROUNDS = 4
 RTOL, ATOL = 1e-4, 1e-5
 
@@ -92,7 +96,10 @@ def fixture_cases() -> list[Case]:
             # ... or a hand-fixed reference kept here, for fixtures that fail even under allow_mutation (leaf and
             # view errors are raised at the in-place call)
             ref = REFERENCES / f"{p.parent.name}__{p.name}"
-            out.append(Case(f"{p.parent.name}/{p.stem}", p, ref if ref.exists() else None))
+            cid = f"{p.parent.name}/{p.stem}"
+            if not ref.exists() and cid in TWIN_REFERENCES:
+                ref = p.with_name(p.stem + "_fixed.py")  # its `_fixed` twin is the hand-fixed reference
+            out.append(Case(cid, p, ref if ref.exists() else None))
     return out
 
 
