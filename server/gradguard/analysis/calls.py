@@ -334,12 +334,6 @@ class Calls(AnalyzerCore):
             # leaf that requires grad, whatever the knowledge says of the op otherwise
             return T(frozenset({Storage(f"created with requires_grad=True ({raw.rsplit('.', 1)[-1]})",
                                         self.site(n), leaf=True)}), rg=YES, leaf=True, origin=raw)
-        if qual == _LAYER_BY_NAME:
-            # a torch.nn layer we cannot name: a module whose parameters (`.weight`, `.bias`) are parameters
-            o = Obj("opaque", "nn layer")
-            o.training = True
-            o.ctor = self.site(n)
-            return o
         if info is not None:
             if info.kind == "module":
                 return self.construct_module(info, pos, kw, n)
@@ -434,8 +428,6 @@ class Calls(AnalyzerCore):
             return Super(obj or UNKNOWN, fr.cls)
         if name == "getattr" and len(pos) >= 2 and isinstance(pos[1], Const) and isinstance(pos[1].value, str):
             return self.getattr(pos[0], pos[1].value, n, st)
-        if name == "getattr" and len(pos) == 2 and isinstance(pos[0], Ref) and pos[0].qual == "torch.nn":
-            return Ref(_LAYER_BY_NAME)  # `getattr(nn, cfg["layer"])`: a torch.nn class chosen at run time
         if name in ("sum", "min", "max") and pos:
             el = self.elem(pos[0], n) if len(pos) == 1 else join(pos[0], pos[1])
             if isinstance(el, T):
@@ -1090,7 +1082,6 @@ _DTYPE_CASTS = frozenset({"Tensor.float", "Tensor.conj_physical", "torch.conj_ph
 # what is float32 whatever the code around it does (the default dtype of torch's random factories)
 _FLOAT32_ORIGINS = frozenset({"randn", "rand", "randn_like", "rand_like"})
 _SAME_DTYPE_CASTS = frozenset({"Tensor.to", "Tensor.type_as"})
-_LAYER_BY_NAME = "torch.nn.<a layer chosen by name>"
 _FLOAT32_DTYPES = frozenset({"torch.float32", "torch.float"})
 # what makes a file's float tensors other than float32: reduced or double precision, autocast, a dtype chosen at
 # run time (`.to(dtype)`, `set_default_dtype`), Lightning's `precision=`, code that tests a dtype (`if x.dtype ==

@@ -98,24 +98,44 @@ def _calls(lines: list[str]) -> tuple[Counter[str], Counter[str]]:
     return bare, on_self
 
 
-def _called_helper(fi: FuncInfo, calls: tuple[Counter[str], Counter[str]], lines: list[str]) -> bool:
-    """A public helper this file calls (a free function called by name, a method called on ``self``) runs in the
-    contexts its callers give it, which their analyses follow into it, as a private helper does (see below). Run
-    alone with made-up arguments it would see contexts that never happen (a batch of data taken for a tensor that
-    requires grad). Methods torch calls (``forward``, hooks) and dunder methods always run alone."""
+def _called_helper(fi: FuncInfo, calls: tuple[Counter[str], Counter[str]], lines: list[str],
+                   in_class: dict[int, Counter[str]]) -> bool:
+    """A public helper this file calls (a free function called by name, a method called on ``self`` in its own
+    class) runs in the contexts its callers give it, which their analyses follow into it, as a private helper does
+    (see below). Run alone with made-up arguments it would see contexts that never happen (a batch of data taken
+    for a tensor that requires grad). Methods torch calls (``forward``, hooks) and dunder methods always run alone.
+    ``in_class``: the ``self.name(...)`` calls counted per class body (filled on demand)."""
     node = fi.node
     if isinstance(node, ast.Lambda):
         return False
     name = node.name
-    if name.startswith("__") or name in _TORCH_CALLED or name.startswith("_"):
+    if name.startswith("__") or name in _TORCH_CALLED or name.startswith("_") or _sets_foreign_attrs(node):
         return False
-    counts = calls[1] if fi.cls is not None else calls[0]
+    if fi.cls is not None:
+        cnode = fi.cls.node
+        counts = in_class.get(id(cnode))
+        if counts is None:
+            counts = in_class[id(cnode)] = _calls(lines[cnode.lineno - 1:cnode.end_lineno or cnode.lineno])[1]
+    else:
+        counts = calls[0]
     if not counts.get(name):
         return False
     end = getattr(node, "end_lineno", None) or node.lineno
     start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
     own = _calls(lines[start - 1:end])
     return counts[name] > (own[1] if fi.cls is not None else own[0]).get(name, 0)
+
+
+def _sets_foreign_attrs(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Does the function set an attribute of an object other than ``self`` (``m.bias = nn.Parameter(...)``)? An
+    initializer of objects it is handed (a detection head's biases, a model from a config) runs alone too: what its
+    callers pass is often an object the analysis sees only in part."""
+    for n in ast.walk(node):
+        if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
+                if isinstance(t, ast.Attribute) and not (isinstance(t.value, ast.Name) and t.value.id == "self"):
+                    return True
+    return False
 
 
 def _loss_helper(fi: FuncInfo) -> bool:
@@ -257,9 +277,11 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
             plan = self._plan(self.memo_out)
         refs = _references(self.lines)
         calls = _calls(self.lines)
+        in_class: dict[int, Counter[str]] = {}
         for fi in list(self.functions):
             if _private_helper(fi, refs, self.lines) or (
-                    _called_helper(fi, calls, self.lines) and not _loss_helper(fi) and not self._called_elsewhere(fi)):
+                    _called_helper(fi, calls, self.lines, in_class) and not _loss_helper(fi)
+                    and not self._called_elsewhere(fi)):
                 # (a loss helper's arguments are what gets differentiated, whoever calls it; a function another
                 # file calls with grad on is that file's to give contexts to, and this file's to report in: they
                 # run alone too)
