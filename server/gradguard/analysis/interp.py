@@ -109,7 +109,7 @@ def _called_helper(fi: FuncInfo, calls: tuple[Counter[str], Counter[str]], lines
     if isinstance(node, ast.Lambda):
         return False
     name = node.name
-    if name.startswith("__") or name in _TORCH_CALLED or name.startswith("_") or _sets_foreign_attrs(node):
+    if name.startswith("__") or name in _TORCH_CALLED or name.startswith("_"):
         return False
     if fi.cls is not None:
         cnode = fi.cls.node
@@ -123,7 +123,7 @@ def _called_helper(fi: FuncInfo, calls: tuple[Counter[str], Counter[str]], lines
     end = getattr(node, "end_lineno", None) or node.lineno
     start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
     own = _calls(lines[start - 1:end])
-    return counts[name] > (own[1] if fi.cls is not None else own[0]).get(name, 0)
+    return counts[name] > (own[1] if fi.cls is not None else own[0]).get(name, 0) and not _sets_foreign_attrs(node)
 
 
 def _sets_foreign_attrs(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
