@@ -1504,23 +1504,16 @@ def _dirty_drop(ctx: Ctx) -> list[Fix]:
 
 
 def _bodies(scope: ast.AST) -> list[list[ast.stmt]]:
-    """Every statement list of ``scope``'s own code (its body, and those of its if/for/while/with/try)."""
+    """Every statement list of ``scope``'s own code (its body, and those of its if/for/while/with/try/match)."""
+    from gradguard.fixes.scope import _sub_blocks
+
     out: list[list[ast.stmt]] = []
     todo: list[list[ast.stmt]] = [getattr(scope, "body", [])]
     while todo:
         b = todo.pop()
         out.append(b)
-        for s in b:
-            if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                continue
-            for f in ("body", "orelse", "finalbody"):
-                sub = getattr(s, f, None)
-                if sub:
-                    todo.append(sub)
-            for h in getattr(s, "handlers", ()):
-                todo.append(h.body)
-            for c in getattr(s, "cases", ()):
-                todo.append(c.body)
+        todo.extend(sub for s in b if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                    for sub in _sub_blocks(s))
     return out
 
 
