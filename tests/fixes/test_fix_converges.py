@@ -174,13 +174,13 @@ def test_the_transformers_detr_pattern_does_not_grow_clones(tmp_path: Path) -> N
         out, _ = Detector()(torch.randn(2, 8, requires_grad=True), torch.rand(2, 2))
         out.sum().backward()
     """))
-    original = src.read_text()
-    before, fixable = report(src)
+    before, _fixable = report(src)
     for _ in range(2):
         cli("check", "--fix", "--unsafe-fixes", str(src))
         assert ".clone().clone()" not in src.read_text()
     fixed_once = src.read_text()
     cli("check", "--fix", "--unsafe-fixes", str(src))
     assert src.read_text() == fixed_once
-    if before and fixable == 0:
-        assert fixed_once == original or "clone()" not in fixed_once.replace("x.clone()", "")
+    # whatever the fixes add, they add once: no line gains a second copy
+    assert before
+    assert all(line.count(".clone()") <= 1 for line in fixed_once.splitlines())

@@ -42,6 +42,7 @@ from gradguard.analysis.values import (
     Alt,
     Bound,
     Choice,
+    ClassInfo,
     ClassV,
     Cond,
     Const,
@@ -395,6 +396,8 @@ class Calls(AnalyzerCore):
                 return Const(len(items))
         if name == "isinstance" and len(pos) == 2:
             return self.isinstance(pos[0], pos[1])
+        if name == "type" and len(pos) == 1 and not kw and isinstance(pos[0], Obj):
+            return self.class_of(pos[0])
         if name in ("len", "isinstance", "hasattr", "int", "float", "bool", "str", "print", "id", "type", "abs",
                     "round", "repr", "callable", "issubclass", "hash", "format"):
             return UNKNOWN_NUM
@@ -560,6 +563,16 @@ class Calls(AnalyzerCore):
                         return UNKNOWN_NUM
                 elif isinstance(v, Obj) and v.kind == "local" and q == "torch.nn.Module":
                     answers.append(True)
+                elif isinstance(v, Obj) and v.kind in CONTAINER_MODULES.values() and v.qual:
+                    if q in (v.qual, "torch.nn.Module"):
+                        answers.append(True)
+                    elif (cinfo := self.kb.get(q)) is not None and cinfo.kind == "module":
+                        answers.append(False)
+                    else:
+                        return UNKNOWN_NUM
+                elif isinstance(v, Obj) and v.kind == "local" and v.info is not None and (
+                        answer := self._local_is_torch(v.info, q)) is not None:
+                    answers.append(answer)  # a module class of the workspace against `nn.ReLU`
                 else:
                     return UNKNOWN_NUM
             elif isinstance(c, ClassV) and isinstance(v, Obj):
@@ -572,6 +585,27 @@ class Calls(AnalyzerCore):
             else:
                 return UNKNOWN_NUM
         return Const(any(answers))
+
+    def _local_is_torch(self, info: ClassInfo, q: str) -> bool | None:
+        """Is an instance of the workspace class ``info`` one of the torch module class ``q``? True when a base in
+        its MRO is ``q``; False when ``q`` is a concrete torch module and every base is a workspace class or a
+        torch module class (none of them ``q``); None when a base is unknown (a library's class may derive
+        from ``q``)."""
+        cinfo = self.kb.get(q)
+        if cinfo is None or cinfo.kind != "module":
+            return None
+        for c in info.mro():
+            for b in c.bases:
+                if isinstance(b, Ref):
+                    bq = self.canon(b.qual)
+                    if bq == q:
+                        return True
+                    binfo = self.kb.get(bq)
+                    if bq != "torch.nn.Module" and (binfo is None or binfo.kind != "module"):
+                        return None
+                elif not isinstance(b, ClassV):
+                    return None
+        return False
 
     def _callable_kind(self, v: Val) -> str | None:
         """"class", "function" or "partial" for a value that surely is one (a torch name is a class when
@@ -750,7 +784,9 @@ class Calls(AnalyzerCore):
                     f = "module_call"
                     ex = (*ex, ("kw_span", module.kw_site or module.ctor), ("ctor_span", module.ctor),
                           ("positional", module.positional))
-                    if module.ctor is not None:
+                    if module.kw_site is not None and not _within(module.kw_site, module.ctor):
+                        related = ((module.kw_site, f"{display}: its `inplace` flag is set to True here"),)
+                    elif module.ctor is not None:
                         related = ((module.ctor, f"{display} was created with inplace=True here"),)
                 slope = self._negative_slope(info, pos, kw, module)
                 if slope is not None and grad_on and mv.rg >= MAYBE and not mv.maybe_tensor and not st.silent:
@@ -1134,3 +1170,8 @@ def _returned_only(node: ast.AST) -> frozenset[str]:
         got = frozenset(k for k, c in returned.items() if loads.get(k) == c)
         node._gg_returned_only = got  # type: ignore[attr-defined]  # cached on the tree, which it describes
     return got
+
+
+def _within(inner: Site, outer: Site | None) -> bool:
+    return outer is not None and inner.path == outer.path and \
+        (outer.line, outer.col) <= (inner.line, inner.col) and (inner.end_line, inner.end_col) <= (outer.end_line, outer.end_col)

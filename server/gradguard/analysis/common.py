@@ -39,6 +39,8 @@ MAX_LOOP_PRODUCT = 6  # loops nested in loops: the passes of a nest multiply to 
 # iterations of the enclosing nest multiply to at most 3 * MAX_UNROLL: the last iteration is then the last one
 # (`relu(layer(x)) if i < n - 1 else layer(x)` ends without relu).
 MAX_UNROLL = 8
+# `for m in self.modules():` runs once per submodule up to this many (a switch or an initialiser per module)
+MAX_MODULES_UNROLL = 48
 BUDGET = 400_000  # abstract statement executions per file: analysis always terminates quickly
 
 BINOPS = {
@@ -256,7 +258,8 @@ def known_items(v: Val) -> tuple[Val, ...] | None:
     one), at most MAX_UNROLL of them; None otherwise."""
     if isinstance(v, Obj) and v.kind in ("sequential", "modulelist"):
         v = v.entries
-    if isinstance(v, Seq) and v.items is not None and len(v.items) <= MAX_UNROLL:
+    if isinstance(v, Seq) and v.items is not None and len(v.items) <= (
+            MAX_MODULES_UNROLL if v.kind == "modules" else MAX_UNROLL):
         return tuple(v.items)
     return None
 
@@ -279,7 +282,7 @@ def scope_nodes(scope: ast.AST) -> tuple[ast.AST, ...]:
 # names picked apart or normalised before a table lookup (`get_act_layer(name)`: `name.lower()`)
 STR_METHODS = frozenset({
     "lower", "upper", "casefold", "strip", "lstrip", "rstrip", "replace", "startswith", "endswith",
-    "removeprefix", "removesuffix", "split", "rsplit",
+    "removeprefix", "removesuffix", "split", "rsplit", "find", "rfind", "count",
 })
 
 

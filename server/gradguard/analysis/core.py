@@ -571,6 +571,9 @@ class AnalyzerCore:
     def exec_block(self, stmts: Iterable[ast.stmt], st: State | None, fr: Frame, module: bool = False) -> State | None:
         raise NotImplementedError
 
+    def class_of(self, o: Obj) -> Val:
+        raise NotImplementedError
+
     def getattr(self, base: Val, attr: str, n: ast.AST | None, st: State) -> Val:
         raise NotImplementedError
 

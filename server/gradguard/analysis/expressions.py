@@ -248,6 +248,8 @@ class Expressions(AnalyzerCore):
             self.ev_nograd(n.left.value, st, fr)
             return Cond(formula="rg" if isinstance(n.ops[0], ast.IsNot) else ("not", "rg"))
         vals = [self.ev_nograd(n.left, st, fr), *(self.ev_nograd(c, st, fr) for c in n.comparators)]
+        if len(n.ops) == 1 and all(isinstance(v, Const) and v.known and not isinstance(v, Cond) for v in vals):
+            return _const_compare(n.ops[0], vals[0], vals[1])  # type: ignore[arg-type]  # `name.find("ReLU") != -1`
         if len(n.ops) == 1 and isinstance(n.ops[0], (ast.Is, ast.IsNot)) and any(
                 isinstance(c, ast.Constant) and c.value is None for c in (n.left, n.comparators[0])):
             other = vals[1] if isinstance(n.left, ast.Constant) else vals[0]
@@ -270,30 +272,7 @@ class Expressions(AnalyzerCore):
         if not (isinstance(a, Const) and isinstance(b, Const) and a.known and b.known) \
                 or isinstance(a, Cond) or isinstance(b, Cond):
             return None
-        x, y = a.value, b.value
-        if not all(v is None or isinstance(v, (bool, int, float, str)) for v in (x, y)):
-            return UNKNOWN_NUM
-        op = n.ops[0]
-        try:
-            if isinstance(op, ast.Is):
-                return Const(x is y if x is None or y is None else x == y)
-            if isinstance(op, ast.IsNot):
-                return Const(x is not y if x is None or y is None else x != y)
-            if isinstance(op, ast.Eq):
-                return Const(x == y)
-            if isinstance(op, ast.NotEq):
-                return Const(x != y)
-            if isinstance(op, ast.Lt):
-                return Const(x < y)  # type: ignore[operator]
-            if isinstance(op, ast.LtE):
-                return Const(x <= y)  # type: ignore[operator]
-            if isinstance(op, ast.Gt):
-                return Const(x > y)  # type: ignore[operator]
-            if isinstance(op, ast.GtE):
-                return Const(x >= y)  # type: ignore[operator]
-        except TypeError:
-            return UNKNOWN_NUM
-        return UNKNOWN_NUM
+        return _const_compare(n.ops[0], a, b)
 
     def e_UnaryOp(self, n: ast.UnaryOp, st: State, fr: Frame) -> Val:
         v = self.ev(n.operand, st, fr)
@@ -489,6 +468,14 @@ class Expressions(AnalyzerCore):
                 return self.opaque_child(self.opaque_for(recv), n.attr)  # `out.stores`: something of an object
         return v
 
+    def class_of(self, o: Obj) -> Val:
+        """``type(o)``, ``o.__class__``: a workspace class, a torch module class, or unknown."""
+        if o.kind == "local" and o.info is not None:
+            return ClassV(o.info)
+        if o.kind in ("torch", "sequential", "modulelist", "moduledict") and o.qual:
+            return Ref(o.qual)
+        return UNKNOWN
+
     def getattr(self, base: Val, attr: str, n: ast.AST | None, st: State) -> Val:
         if isinstance(base, Choice):
             return choice([self.getattr(a, attr, n, st) for a in base.alts])
@@ -528,6 +515,8 @@ class Expressions(AnalyzerCore):
                 return UNKNOWN_NUM
             return Method(base, attr, n)
         if isinstance(base, Obj):
+            if attr == "__class__":
+                return self.class_of(base)
             if base.kind == "optimizer" and attr == "param_groups":  # [{"params": [...], "lr": ...}]
                 owners = base.cfg.get("owners")
                 group = Seq.of((owners if isinstance(owners, Params) else UNKNOWN, UNKNOWN_NUM), "dict")
@@ -705,3 +694,30 @@ def _surely_not_none(v: Val) -> bool:
     if isinstance(v, Choice):
         return all(isinstance(a, (Func, Bound)) or _surely_not_none(a) for a in v.alts)
     return False
+
+
+def _const_compare(op: ast.cmpop, a: Const, b: Const) -> Val:
+    """``a op b`` on two known constants, as Python answers it (unknown for other kinds of values)."""
+    x, y = a.value, b.value
+    if not all(v is None or isinstance(v, (bool, int, float, str)) for v in (x, y)):
+        return UNKNOWN_NUM
+    try:
+        if isinstance(op, ast.Is):
+            return Const(x is y if x is None or y is None else x == y)
+        if isinstance(op, ast.IsNot):
+            return Const(x is not y if x is None or y is None else x != y)
+        if isinstance(op, ast.Eq):
+            return Const(x == y)
+        if isinstance(op, ast.NotEq):
+            return Const(x != y)
+        if isinstance(op, ast.Lt):
+            return Const(x < y)  # type: ignore[operator]
+        if isinstance(op, ast.LtE):
+            return Const(x <= y)  # type: ignore[operator]
+        if isinstance(op, ast.Gt):
+            return Const(x > y)  # type: ignore[operator]
+        if isinstance(op, ast.GtE):
+            return Const(x >= y)  # type: ignore[operator]
+    except TypeError:
+        return UNKNOWN_NUM
+    return UNKNOWN_NUM

@@ -10,7 +10,9 @@ from gradguard.analysis.common import (
     FUNCTION_BASES,
     MAX_APPLY,
     MAX_DEPTH,
+    MAX_MODULES_UNROLL,
     Frame,
+    is_false,
     is_true,
 )
 from gradguard.analysis.hazards import Hazard, SaveRecord, Site
@@ -237,8 +239,8 @@ class NNModules(Summaries):
             return Params(self.reach(o))
         if name == "named_parameters":
             return self.named_params(Params(self.reach(o)))
-        if name in ("modules", "children"):
-            return Seq(None, UNKNOWN)
+        if name in ("modules", "children", "named_modules", "named_children"):
+            return self.submodules(o, recurse=name.endswith("modules"), named=name.startswith("named_"))
         if name in ("_apply", "apply") and pos and (isinstance(pos[0], (Func, Bound, Partial)) or _callable_instance(
                 pos[0])) and o.kind in ("torch", "local", "sequential", "modulelist", "moduledict"):
             # (a function, or an instance of a plain class with `__call__`: `model.apply(WeightClipper())`)
@@ -286,6 +288,49 @@ class NNModules(Summaries):
         if name in ("zero_grad", "apply", "load_state_dict", "state_dict", "named_modules", "register_forward_hook"):
             return UNKNOWN
         return UNKNOWN
+
+    def submodules(self, o: Obj, recurse: bool, named: bool) -> Seq:
+        """``o.modules()`` (o, then its submodules depth first, each once, in the order they were registered),
+        ``o.children()`` (its direct submodules), and their ``named_`` forms ((dotted name, module) pairs), as torch
+        lists them: a sequence of the modules known here, when there are at most MAX_MODULES_UNROLL of them (a loop
+        over it runs once per module: `for m in self.modules(): if isinstance(m, nn.ReLU): m.inplace = True`), else
+        one of unknown length. A submodule that is not known (an unknown value, one of several alternatives) is left
+        out: what the loop does to the others still happens to them."""
+        out: list[tuple[str, Obj]] = []
+        seen: set[int] = set()
+
+        def visit(x: Obj, prefix: str, top: bool) -> None:
+            if x.oid in seen or len(out) > MAX_MODULES_UNROLL:
+                return
+            seen.add(x.oid)
+            if not top or recurse:
+                out.append((prefix, x))
+            if top or recurse:
+                for key, child in self._module_children(x):
+                    visit(child, f"{prefix}.{key}" if prefix else key, False)
+
+        visit(o, "", True)
+        if len(out) > MAX_MODULES_UNROLL:
+            return Seq(None, UNKNOWN)
+        if named:
+            return Seq.of([Seq.of((Const(k), m), "tuple") for k, m in out], "modules")
+        return Seq.of([m for _k, m in out], "modules")
+
+    def _module_children(self, x: Obj) -> list[tuple[str, Obj]]:
+        """The modules registered on ``x`` that are known: its module attributes, then a container's entries."""
+        if x.kind not in ("torch", "local", "sequential", "modulelist", "moduledict"):
+            return []
+        kids = [(k, a) for k, a in x.attrs.items() if isinstance(a, Obj) and self._is_module(a)]
+        ents = x.entries
+        if x.kind in ("sequential", "modulelist", "moduledict") and isinstance(ents, Seq) and ents.items is not None:
+            keys = ents.keys or tuple(str(i) for i in range(len(ents.items)))
+            kids += [(k, e) for k, e in zip(keys, ents.items) if isinstance(e, Obj) and self._is_module(e)]
+        return kids
+
+    def _is_module(self, x: Obj) -> bool:
+        if x.kind in ("torch", "sequential", "modulelist", "moduledict"):
+            return True
+        return x.kind == "local" and x.info is not None and self.module_like(x.info)
 
     def apply_to_module(self, o: Obj, name: str, fn: Val, n: ast.Call, st: State, fr: Frame) -> None:
         """``module.apply(fn)``: fn on every submodule, then the module, grad mode as it is. ``module._apply(fn)``
@@ -456,10 +501,14 @@ class NNModules(Summaries):
             info = self.kb.get(o.qual)
             if info is None:
                 return self.new_tensor(pos, st, o.qual, min_rg=YES).with_(maybe_tuple=True)
-            if o.inplace and info.inplace_kwarg:
+            inplace = o.inplace
+            flag = o.attrs.get("inplace")  # `m.inplace = ...` after construction: what forward reads
+            if flag is not None and (is_true(flag) or is_false(flag)):
+                inplace = is_true(flag) and bool(info.inplace_kwarg)  # (a layer without the flag ignores it)
+            if inplace and info.inplace_kwarg:
                 info = self.kb.get(f"{info.name}[{info.inplace_kwarg}=True]") or info
             short = o.qual.rsplit(".", 1)[-1]
-            display = f"{short}(inplace=True)" if o.inplace else short
+            display = f"{short}(inplace=True)" if inplace else short
             if short in ("Embedding", "EmbeddingBag"):
                 self._renorm(o, short, n, st)
             return self.apply(info, pos, kw, n, st, fr, display=display, module=o, in_seq=in_seq)

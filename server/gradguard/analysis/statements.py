@@ -13,6 +13,7 @@ from gradguard.analysis.common import (
     ENABLE_GRAD_CTX,
     INFERENCE_MODE,
     MAX_LOOP_PRODUCT,
+    MAX_MODULES_UNROLL,
     MAX_UNROLL,
     NO_GRAD_CTX,
     OPSYM,
@@ -209,6 +210,10 @@ class Statements(AnalyzerCore):
                     acarry: tuple[Site, str, Site, object] = (self.site(stmt), self.text(t), self.site(stmt.value),
                                                               "attribute")
                     v = v.with_(prov=frozenset((o, s_, c or acarry) for (o, s_, c) in v.prov))
+                if t.attr == "inplace" and obj.kind == "torch" and is_true(v) and not obj.inplace:
+                    # `m.inplace = True` on a torch layer made without the flag: its calls from here on are in
+                    # place (the attribute is what forward reads); this assignment is where the flag comes from
+                    obj.kw_site, obj.positional = self.site(stmt.value if isinstance(stmt, ast.Assign) else t), False
                 self.set_attr(obj, t.attr, v)
         elif isinstance(t, ast.Subscript):
             base = self.ev(t.value, st, fr)
@@ -419,7 +424,8 @@ class Statements(AnalyzerCore):
     def s_For(self, s: ast.For | ast.AsyncFor, st: State, fr: Frame) -> State | None:
         it = self.ev(s.iter, st, fr)
         items = known_items(it)
-        if items is not None and self.loop_product * max(len(items), 1) <= 3 * MAX_UNROLL and not _jumps(s):
+        limit = MAX_MODULES_UNROLL if isinstance(it, Seq) and it.kind == "modules" else 3 * MAX_UNROLL
+        if items is not None and self.loop_product * max(len(items), 1) <= limit and not _jumps(s):
             return self._unrolled(s, items, st, fr)
         el = self.elem(it, s.iter)
         per_pass = isinstance(it, (Seq, Alt, Params)) or (isinstance(it, T) and it.maybe_tuple)

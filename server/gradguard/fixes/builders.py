@@ -468,20 +468,31 @@ def _clone_at_use(ctx: Ctx) -> list[Fix]:
     gradient is what the code meant (what ``allow_mutation_on_saved_tensors`` would compute): safe."""
     fixes: list[Fix] = []
     for r in ctx.f.related:
-        if r.path != ctx.f.path:
-            continue  # the saving op is in another file: a fix edits only this one
+        if not _SAVE_NOTE.search(r.message):
+            continue
         mm = _SAVED_MSG.search(r.message)
         if mm:
             saved = " ".join(mm.group(1).split())
         elif re.search(r"saved its input here", r.message) and ctx.m.receiver:
             saved = " ".join(ctx.m.receiver.split())  # a module call: its input is its (first) argument
         else:
-            continue
-        if not r.end_line:
-            continue
-        op = r.message.split(" saved", 1)[0]
-        fixes += _clone_in(ctx, Span(r.line, r.column, r.end_line, r.end_column), saved, op)
+            saved = ""
+        got = _clone_in(ctx, Span(r.line, r.column, r.end_line, r.end_column), saved, r.message.split(" saved", 1)[0]) \
+            if saved and r.end_line and r.path == ctx.f.path else []
+        if not got:
+            # a save no clone at its use covers (an op that saved its output, one in another file, which a fix of
+            # this file cannot edit): the write still trips it, so cloning the others fixes nothing
+            return []
+        fixes += got
+    if len(fixes) > 1:  # every save needs its copy: one fix that makes them all
+        edits = tuple(dict.fromkeys(e for f in fixes for e in f.edits))
+        lines = ", ".join(str(ln) for ln in sorted({e.line for e in edits}))
+        return [Fix(f"Clone the saved tensors where the ops that save them use them (lines {lines})", True, edits,
+                    kind="clone-at-use")]
     return fixes
+
+
+_SAVE_NOTE = re.compile(r" saved .* here$")
 
 
 _VIEW_METHODS = frozenset({"t", "T", "mT", "transpose", "permute", "view", "view_as", "reshape", "unsqueeze", "squeeze",
@@ -1018,6 +1029,8 @@ def _out(ctx: Ctx) -> list[Fix]:
 def _inplace_flag(ctx: Ctx) -> list[Fix]:
     ctor = _sp(ctx.ex.get("ctor_span"))
     kw = _sp(ctx.ex.get("kw_span"))
+    if kw is not None and (ctor is None or not _span_within(kw, ctor)):
+        return _inplace_attribute(ctx, kw)
     if ctor is None or kw is None or not (1 <= ctor.line <= ctor.end_line <= len(ctx.lines)):
         return []
     ctext = ctx.text(ctor)
@@ -1059,6 +1072,20 @@ def _inplace_flag(ctx: Ctx) -> list[Fix]:
         fixes.append(Fix(f"Set `inplace=False` in `{_short(fname, 32)}(...)`", safe, (_replace(ctor, new),),
                          kind="remove-inplace"))
     return fixes
+
+
+def _inplace_attribute(ctx: Ctx, kw: Span) -> list[Fix]:
+    """The flag was switched on after construction (`m.inplace = True`, ``kw`` the value): switch it off there."""
+    if not (1 <= kw.line == kw.end_line <= len(ctx.lines)) or ctx.text(kw) != "True":
+        return []
+    safe = ctx.m.kind == "module_call" and _inplace_removal_safe(ctx, kw, ast.Call(ast.Name("_"), [], []))
+    return [Fix(f"Set the `inplace` flag to False where it is switched on (line {kw.line})", safe,
+                (_replace(kw, "False"),), kind="remove-inplace")]
+
+
+def _span_within(inner: Span, outer: Span) -> bool:
+    return (outer.line, outer.column) <= (inner.line, inner.column) and \
+        (inner.end_line, inner.end_column) <= (outer.end_line, outer.end_column)
 
 
 def _rel_offset(ctx: Ctx, outer: Span, inner: Span) -> int:
