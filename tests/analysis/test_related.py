@@ -5,8 +5,11 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
-from gradguard.api import check_source
+from gradguard.api import check_paths, check_source
+from gradguard.config import Config
+from gradguard.model import Finding
 
 SOURCE = textwrap.dedent("""
     import torch
@@ -101,3 +104,33 @@ def test_a_step_points_at_the_forward_it_made_stale() -> None:
     assert [lines[f.line - 1].strip() for f in found] == ["critic_opt.step()"]
     forward = [r for r in found[0].related if "took in the parameters" in r.message]
     assert [lines[r.line - 1].strip() for r in forward] == ["q = critic(torch.cat([obs, actor(obs)], 1))"]
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def _related(found: list[Finding], code: str) -> list[tuple[str, int, str]]:
+    return [(Path(r.path).name, r.line, r.message) for f in found if f.code == code for r in f.related]
+
+
+def test_an_inplace_flag_given_in_a_partial_points_at_the_partial() -> None:
+    """`partial(nn.ReLU, inplace=True)` in a table of another file: the flag's origin is that keyword, not the call
+    that made the layer."""
+    case = FIXTURES / "projects" / "act_partial_factory"
+    found = check_paths([str(case)], Config(), jobs=1, fixes=False, project=True, cache=False)
+    layers = (case / "layers.py").read_text().splitlines()
+    flag_line = next(i for i, line in enumerate(layers, 1) if "inplace=True" in line)
+    rel = _related(found, "GG102")
+    assert ("layers.py", flag_line, "ReLU(inplace=True): its `inplace` flag is set to True here") in rel
+    assert any(name == "layers.py" and "was created here" in msg for name, _ln, msg in rel)
+
+
+def test_an_inplace_flag_switched_after_construction_points_at_the_switch() -> None:
+    path = FIXTURES / "gg102" / "pos_dropout_switched_inplace_over_modules.py"
+    text = path.read_text()
+    switch = next(i for i, line in enumerate(text.splitlines(), 1) if "m.inplace = True" in line)
+    found = check_source(text, str(path))
+    assert (path.name, switch, "Dropout(inplace=True): its `inplace` flag is set to True here") in \
+        _related(found, "GG102")
+    fix = next(x for f in found if f.code == "GG102" for x in f.fixes if x.preferred)
+    assert fix.kind == "remove-inplace" and [(e.line, e.text) for e in fix.edits] == [(switch, "False")]

@@ -147,7 +147,11 @@ class Calls(AnalyzerCore):
 
     def call(self, fv: Val, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State, fr: Frame) -> Val:
         if isinstance(fv, Partial):
-            return self.call(fv.func, [*fv.args, *pos], {**dict(fv.kw), **kw}, n, st, fr)
+            out = self.call(fv.func, [*fv.args, *pos], {**dict(fv.kw), **kw}, n, st, fr)
+            flag = dict(fv.kw_sites).get("inplace")
+            if isinstance(out, Obj) and out.kind == "torch" and out.inplace and flag is not None and "inplace" not in kw:
+                out.kw_site = flag  # `partial(nn.ReLU, inplace=True)()`: the flag was given in the partial
+            return out
         if isinstance(fv, Choice):
             return self.each(fv, st, lambda alt, s: self.call(alt, pos, kw, n, s, fr))
         if isinstance(fv, Ref):
@@ -451,7 +455,8 @@ class Calls(AnalyzerCore):
         """Callables described in knowledge.libraries (einops, torch utilities, deepcopy, partial); None for
         anything else."""
         if raw in L.PARTIAL or qual in L.PARTIAL:
-            return Partial(pos[0], tuple(pos[1:]), tuple(kw.items())) if pos else UNKNOWN
+            sites = tuple((k.arg, self.site(k)) for k in n.keywords if k.arg is not None)
+            return Partial(pos[0], tuple(pos[1:]), tuple(kw.items()), sites) if pos else UNKNOWN
         if qual in L.RETURNS_FIRST_ARG:
             return pos[0] if pos else UNKNOWN
         if qual in L.WRAPPERS:
@@ -786,6 +791,8 @@ class Calls(AnalyzerCore):
                           ("positional", module.positional))
                     if module.kw_site is not None and not _within(module.kw_site, module.ctor):
                         related = ((module.kw_site, f"{display}: its `inplace` flag is set to True here"),)
+                        if module.ctor is not None:
+                            related += ((module.ctor, f"{display} was created here"),)
                     elif module.ctor is not None:
                         related = ((module.ctor, f"{display} was created with inplace=True here"),)
                 slope = self._negative_slope(info, pos, kw, module)

@@ -350,8 +350,10 @@ class Packer:
         if isinstance(v, Params):
             return Params(frozenset(self.owner(o) for o in v.owners))
         if isinstance(v, Partial):
+            for _k, ks in v.kw_sites:
+                self.site(ks)
             return Partial(self.value(v.func, depth + 1), tuple(self.value(x, depth + 1) for x in v.args),
-                           tuple((k, self.value(x, depth + 1)) for k, x in v.kw))
+                           tuple((k, self.value(x, depth + 1)) for k, x in v.kw), v.kw_sites)
         raise NotShared
 
 
@@ -456,7 +458,7 @@ class Unpacker:
             return Params(frozenset(self.owner(o) for o in v.owners))
         if isinstance(v, Partial):
             return Partial(self.value(v.func), tuple(self.value(x) for x in v.args),
-                           tuple((k, self.value(x)) for k, x in v.kw))
+                           tuple((k, self.value(x)) for k, x in v.kw), v.kw_sites)
         return v
 
 

@@ -172,7 +172,7 @@ class Cloner:
             return Params(frozenset(self.owner(o) for o in v.owners))
         if isinstance(v, Partial):
             return Partial(self.value(v.func, depth + 1), tuple(self.value(x, depth + 1) for x in v.args),
-                           tuple((k, self.value(x, depth + 1)) for k, x in v.kw))
+                           tuple((k, self.value(x, depth + 1)) for k, x in v.kw), v.kw_sites)
         return v
 
     def step(self, e: StepEvent, stamp: int, entry: tuple[Site, Site] | None = None) -> StepEvent:

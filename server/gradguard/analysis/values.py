@@ -434,6 +434,7 @@ class Partial(Val):
     func: Val
     args: tuple[Val, ...] = ()
     kw: tuple[tuple[str, Val], ...] = ()
+    kw_sites: tuple[tuple[str, Any], ...] = ()  # where each keyword was given (a Site): `inplace=True` in the partial
 
 
 @dataclass(frozen=True, eq=False)

@@ -15,12 +15,17 @@ output (`ReLU`, `Sigmoid`, `Tanh`, `LeakyReLU(inplace=True)`, `exp`...) or when 
 also saves its own output, so two in-place ops in a row (`LeakyReLU(inplace=True)` then
 `Dropout(inplace=True)`) break too.
 
+The flag counts wherever it is given: in the constructor, in a `functools.partial(nn.ReLU, inplace=True)` that a
+factory calls, or set on the layer after construction (`m.inplace = True`, often over `self.modules()` or with
+`model.apply(fn)` to save memory). The finding points at the place the flag comes from.
+
 An in-place `leaky_relu` (or an evaluation-mode `rrelu_`) with a negative slope breaks on its own: its
 backward reads the sign of the input from the output it overwrote, which a negative slope makes ambiguous,
 so torch raises *In-place leakyReLu backward calculation is triggered with a negative slope*.
 """
     fix = """
-Drop `inplace=True` (or set it to False) on the activation that follows the saving op. The memory saved by
+Drop `inplace=True` (or set it to False) on the activation that follows the saving op; where the flag is switched
+on after construction, switch it off there (or leave that layer out of the switch). The memory saved by
 in-place activations is small; a wrong or failing backward is not.
 """
     INVALID = ("""
