@@ -662,7 +662,7 @@ class Calls(AnalyzerCore):
         got = self.fp32_files.get(mod.path)
         if got is None:
             # (code only: a comment that mentions mixed precision is not any)
-            got = self.fp32_files[mod.path] = not any(_OTHER_PRECISION.search(ln.split("#", 1)[0]) for ln in mod.lines)
+            got = self.fp32_files[mod.path] = not _mentions_other_precision(mod.lines)
         return got
 
     def apply(self, info: OpInfo, pos: list[Val], kw: dict[str, Val], n: ast.AST, st: State, fr: Frame, *,
@@ -1134,6 +1134,23 @@ _OTHER_PRECISION = re.compile(r"\b(half|float16|bfloat16|bf16|fp16|float64|doubl
                               r"\bdtype\s*=\s*dtype\b|\bdtype\s*(==|!=|\bin\b|\bnot\s+in\b|\bis\b)")
 _BINARY_OVERLOADS = {"torch.max": "torch.maximum", "torch.min": "torch.minimum",
                      "Tensor.max": "torch.maximum", "Tensor.min": "torch.minimum"}
+
+
+_PRECISION_MEMO: dict[str, bool] = {}  # a line -> does its code mention another precision (an edit changes few lines)
+
+
+def _mentions_other_precision(lines: list[str]) -> bool:
+    """Does the code (not a comment) of ``lines`` mention a precision other than float32?"""
+    memo = _PRECISION_MEMO
+    if len(memo) > 200_000:
+        memo.clear()
+    for ln in lines:
+        got = memo.get(ln)
+        if got is None:
+            got = memo[ln] = _OTHER_PRECISION.search(ln.split("#", 1)[0]) is not None
+        if got:
+            return True
+    return False
 
 
 def _requires_grad(v: Val, depth: int = 0) -> bool:

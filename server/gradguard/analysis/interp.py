@@ -123,13 +123,27 @@ def _called_helper(fi: FuncInfo, calls: tuple[Counter[str], Counter[str]], lines
     end = getattr(node, "end_lineno", None) or node.lineno
     start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
     own = _calls(lines[start - 1:end])
-    return counts[name] > (own[1] if fi.cls is not None else own[0]).get(name, 0) and not _sets_foreign_attrs(node)
+    return counts[name] > (own[1] if fi.cls is not None else own[0]).get(name, 0) and not _sets_foreign_attrs(
+        node, "\n".join(lines[start - 1:end]))
 
 
-def _sets_foreign_attrs(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+_FOREIGN_MEMO: dict[str, bool] = {}  # a function's text -> _sets_foreign_attrs (an edit re-checks the others as they were)
+
+
+def _sets_foreign_attrs(node: ast.FunctionDef | ast.AsyncFunctionDef, text: str) -> bool:
     """Does the function set an attribute of an object other than ``self`` (``m.bias = nn.Parameter(...)``)? An
     initializer of objects it is handed (a detection head's biases, a model from a config) runs alone too: what its
-    callers pass is often an object the analysis sees only in part."""
+    callers pass is often an object the analysis sees only in part. ``text``: the function's source, which
+    decides the answer (remembered by it)."""
+    got = _FOREIGN_MEMO.get(text)
+    if got is None:
+        if len(_FOREIGN_MEMO) > 20_000:
+            _FOREIGN_MEMO.clear()
+        got = _FOREIGN_MEMO[text] = _walk_sets_foreign_attrs(node)
+    return got
+
+
+def _walk_sets_foreign_attrs(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     for n in ast.walk(node):
         if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
@@ -224,12 +238,13 @@ _DEF_NAME = re.compile(r"\s*(?:async\s+)?def\s+(\w+)")
 
 
 def _ng_only_lines(lines: list[str], seeds: frozenset[int] = frozenset(),
-                   vetoed: Callable[[set[str]], set[str]] | None = None) -> set[int]:
+                   vetoed: Callable[[set[str]], set[str]] | None = None, scanned: set[int] | None = None) -> set[int]:
     """The defs of ``lines`` that only run under no_grad. ``vetoed(names)``: which of these names other files use
     outside no_grad (the file's own uses are not all of them: `agent.py` calls `model.calculate_fractions(...)` with
-    grad on, `model.py` only under no_grad)."""
+    grad on, `model.py` only under no_grad). ``scanned``: the answer without seeds and vetoes, when a scan of
+    these lines already gave it."""
     if seeds or any(("no_grad" in ln or "inference_mode" in ln or "set_grad_enabled" in ln) for ln in lines):
-        got = no_grad_only(lines, seeds)
+        got = set(scanned) if scanned is not None and not seeds else no_grad_only(lines, seeds)
         if got and vetoed is not None:
             names = {m.group(1) for ln in got if 0 < ln <= len(lines) and (m := _DEF_NAME.match(lines[ln - 1]))}
             veto = frozenset(vetoed(names))
@@ -424,8 +439,11 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
     def _own_ng_only(self) -> set[int]:
         """The checked file's defs that only run under no_grad (computed once per analysis)."""
         if self._ng_only is None:
-            self._ng_only = _ng_only_lines(self.lines, self._ng_seeds(self.tree, False),
-                                           self._used_elsewhere(self.file))
+            seeds = self._ng_seeds(self.tree, False)
+            # (the workspace index may have read this very text: the file being typed in)
+            scanned = self.project.callers.ng_only_of(self.file, self.lines) \
+                if self.project is not None and self.file and not seeds else None
+            self._ng_only = _ng_only_lines(self.lines, seeds, self._used_elsewhere(self.file), scanned)
         return self._ng_only
 
     def _ng_seeds(self, tree: ast.Module, library: bool) -> frozenset[int]:

@@ -86,7 +86,7 @@ class CallerIndex:
         self._answers: dict[tuple[str, bool], bool] = {}
         self._witnesses: dict[tuple[str, bool], list[str]] = {}
         self._differentiated: dict[str, list[str]] = {}  # callee name -> the files that differentiate its results
-        self._outside: dict[str, list[str]] = {}  # name -> the files that use it outside no_grad code
+        self._outside: dict[tuple[str, str], list[str]] = {}  # (name, asking file) -> a file that calls it with grad
 
     def files(self) -> list[str]:
         if self._files is None:
@@ -171,26 +171,34 @@ class CallerIndex:
         self._refresh()
         return self._differentiated.get(name, [])
 
+    def ng_only_of(self, path: str, lines: list[str]) -> set[int] | None:
+        """The defs of ``path`` that only run under no_grad by its own text (no seeds, no vetoes), when the index
+        has already scanned that file with these very lines; None otherwise."""
+        e = self._entries.get(path)
+        if e is None or e.scan is None or e.sf.lines != lines:
+            return None
+        return e.scan.ng_only
+
     def used_outside(self, name: str, skip: str) -> list[str]:
         """A workspace file other than ``skip`` that calls ``name`` (``name(...)``, ``obj.name(...)``) outside no_grad
         code, or none: a function its own file only calls under no_grad may be called with grad on from another. (A
         variable of that name is not a call of it.)
 
         One such file is a witness enough: the answer stands while that file is unchanged, whatever the others do
-        (an edit to the witness is a change to a dependency, and asks again). So the search stops at the second
-        file found (one of the two is not ``skip``), and common names (``step``, ``update``) do not read every file
-        that uses them."""
+        (an edit to the witness is a change to a dependency, and asks again). So the search stops at the first file
+        found, and common names (``step``, ``update``) do not read every file that uses them. ``skip`` (the asking
+        file, which its own analysis reads) is not read: in the editor it is the file being typed in."""
         self._refresh()
-        got = self._outside.get(name)
+        key = (name, skip)
+        got = self._outside.get(key)
         if got is None:
             got = []
             for path, e in self._entries.items():
-                if e.uses(name) and name in e.scanned().called_outside:
+                if path != skip and e.uses(name) and name in e.scanned().called_outside:
                     got.append(path)
-                    if len(got) == 2:
-                        break
-            self._outside[name] = got
-        return [p for p in got if p != skip][:1]
+                    break
+            self._outside[key] = got
+        return got
 
     def witnesses(self, name: str, is_class: bool) -> list[str]:
         """The files whose uses made ``name`` no_grad-only: a change to one of them can change the answer (the
