@@ -160,3 +160,29 @@ def test_an_imported_files_no_grad_answer_follows_edits_of_other_files(tmp_path:
     (tmp_path / "train.py").write_text("from gate import Gate\n\nGate().scores(x).mean().backward()\n")
     project.invalidate([str(tmp_path / "train.py")])
     assert str(tmp_path / "train.py") in check_text(main, path, project=project).deps
+
+
+def test_calls_of_a_file_without_contexts_are_read_without_the_full_scan() -> None:
+    """A file that opens no no_grad context calls everything outside one: the light reading gives the names the
+    full scan gives, and a docstring with an unbalanced bracket does not make a ``def`` look like a call of it."""
+    from gradguard.project.context_scan import NO_GRAD_BLOCK, NO_GRAD_DECORATOR, called_names, scan_contexts
+
+    lines = textwrap.dedent('''
+        import torch
+        from helpers import build, make_head  # an import calls nothing
+
+
+        def train(model, data):
+            """Steps (see `run(`."""
+            for x in data:
+                loss = model(x).sum()  # report(loss)
+                loss.backward()
+            return "step(" + str(len(data))
+
+
+        def evaluate(model):
+            return build(model).score()
+    ''').split("\n")
+    got = called_names(lines)
+    assert got == {"model", "sum", "backward", "str", "len", "build", "score"}
+    assert got == scan_contexts(lines, NO_GRAD_BLOCK, NO_GRAD_DECORATOR, words=True).called_outside

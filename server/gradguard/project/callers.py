@@ -27,6 +27,7 @@ from gradguard.project.context_scan import (
     NO_GRAD_BLOCK,
     NO_GRAD_DECORATOR,
     ContextScan,
+    called_names,
     opens_context,
     scan_contexts,
 )
@@ -44,13 +45,14 @@ _MARKERS = ("no_grad", "inference_mode", "set_grad_enabled")
 
 
 class _Entry:
-    __slots__ = ("_sinks", "_words", "marked", "scan", "sf")
+    __slots__ = ("_called", "_sinks", "_words", "marked", "scan", "sf")
 
     def __init__(self, sf: SourceFile):
         self.sf = sf
         self.scan: ContextScan | None = None
         self._sinks: set[str] | None = None
         self._words: frozenset[str] | None = None
+        self._called: set[str] | None = None
         # opens a no_grad context (a block or a decorator): read up front for candidates. A file that only mentions
         # no_grad (a comment, a string) uses nothing inside it.
         self.marked = any(m in sf.text for m in _MARKERS) and opens_context(sf.lines, NO_GRAD_BLOCK,
@@ -68,6 +70,14 @@ class _Entry:
         if self._words is None:
             self._words = frozenset(map(sys.intern, _WORDS.findall(self.sf.text)))  # one string per word: ~25 kB a file
         return name in self._words
+
+    def called_outside(self) -> set[str]:
+        """The names the file calls outside no_grad code (a file that opens no context: every call it makes)."""
+        if self.scan is None and not self.marked:
+            if self._called is None:
+                self._called = called_names(self.sf.lines)
+            return self._called
+        return self.scanned().called_outside
 
     def scanned(self) -> ContextScan:
         if self.scan is None:
@@ -194,7 +204,7 @@ class CallerIndex:
         if got is None:
             got = []
             for path, e in self._entries.items():
-                if path != skip and e.uses(name) and name in e.scanned().called_outside:
+                if path != skip and e.uses(name) and name in e.called_outside():
                     got.append(path)
                     break
             self._outside[key] = got
