@@ -616,6 +616,10 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         node = fi.node
         if base is None or isinstance(node, ast.Lambda) or node.name == "__init__":
             return []
+        subs = [c for c in self.classes if c is not base and c.mod is base.mod and base in c.mro()
+                and c.find_method(node.name) is fi]
+        if not subs:
+            return []  # (no subclass here inherits it: the body need not be read)
         hooks: frozenset[str] | None = getattr(node, "_gg_self_calls", None)
         if hooks is None:
             hooks = frozenset(x.func.attr for x in ast.walk(node) if isinstance(x, ast.Call)
@@ -625,9 +629,7 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         if not hooks:
             return []
         out = []
-        for c in self.classes:
-            if c is base or c.mod is not base.mod or base not in c.mro() or c.find_method(node.name) is not fi:
-                continue
+        for c in subs:
             if any(c.find_method(h) is not base.find_method(h) for h in hooks):
                 out.append(c)
                 if len(out) == 3:
