@@ -377,6 +377,10 @@ class Calls(AnalyzerCore):
 
     def call_builtin(self, name: str, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State,
                      fr: Frame) -> Val:
+        if name == "setattr" and len(pos) == 3 and isinstance(pos[0], Obj) and pos[0].kind in ("local", "torch") \
+                and isinstance(pos[1], Const) and pos[1].known and isinstance(pos[1].value, str):
+            self.set_attr(pos[0], pos[1].value, pos[2])  # `setattr(self, name, default)` with the name known
+            return NONE
         if name == "range":
             bounds = [v.value for v in pos if isinstance(v, Const) and v.known and isinstance(v.value, int)
                       and not isinstance(v.value, bool)]

@@ -122,9 +122,11 @@ class AnalyzerCore:
         self.entry_log: list[Hazard] | None = None
 
     def inference_tensor(self, val: T) -> bool:
-        """Whether ``val`` was made inside inference_mode (a parameter made there by lazy analysis is not)."""
-        return any(s.param_of is None and not s.leaf and any(a <= s.sid < b for a, b in self.inference_spans)
-                   for s in val.storages)
+        """Whether ``val`` was made inside inference_mode (a parameter made there by lazy analysis is not): every
+        tensor it may be was (an item of a list that also holds the ordinary input, `[x, *features]`, is not)."""
+        return bool(val.storages) and all(
+            s.param_of is None and not s.leaf and any(a <= s.sid < b for a, b in self.inference_spans)
+            for s in val.storages)
 
     @property
     def globals(self) -> dict[str, Val]:

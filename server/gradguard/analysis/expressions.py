@@ -30,6 +30,7 @@ from gradguard.analysis.values import (
     Alt,
     Bound,
     Choice,
+    ClassInfo,
     ClassV,
     Cond,
     Const,
@@ -372,18 +373,14 @@ class Expressions(AnalyzerCore):
                 except IndexError:
                     return base.elem
             if isinstance(n.slice, ast.Slice):
-                if base.items is not None and all(
-                        x is None or isinstance(x, ast.Constant) for x in (n.slice.lower, n.slice.upper, n.slice.step)):
-                    lo = n.slice.lower.value if isinstance(n.slice.lower, ast.Constant) else None
-                    hi = n.slice.upper.value if isinstance(n.slice.upper, ast.Constant) else None
-                    sp = n.slice.step.value if isinstance(n.slice.step, ast.Constant) else None
-                    try:
-                        return Seq.of(base.items[lo:hi:sp], base.kind)  # type: ignore[misc,index]
-                    except (TypeError, ValueError):
-                        pass
-                return Seq(None, base.elem, base.kind)
+                got = _const_slice(base, n.slice)
+                return got if got is not None else Seq(None, base.elem, base.kind)
             return base.elem
         if isinstance(base, Alt):
+            if isinstance(n.slice, ast.Slice):  # `rep = rep[1:]` on lists built differently: each one sliced
+                sliced = [_const_slice(a, n.slice) for a in base.alts]
+                if all(x is not None for x in sliced):
+                    return Alt(tuple(x for x in sliced if x is not None))
             return seq_elem(base)
         if isinstance(base, Obj) and base.kind in ("sequential", "modulelist", "moduledict"):
             if isinstance(n.slice, ast.Slice):
@@ -551,7 +548,7 @@ class Expressions(AnalyzerCore):
                 ca = base.info.class_attr(attr)
                 if ca is not None:
                     return ca
-                if attr in ("weight", "bias") and base.info.torch_bases():
+                if attr in ("weight", "bias") and self._layer_base(base.info):
                     return self.module_param(base, attr)
             return Method(base, attr, n)
         if isinstance(base, ClassV):
@@ -572,6 +569,16 @@ class Expressions(AnalyzerCore):
         if isinstance(base, Const) and base.known and isinstance(base.value, str) and attr in STR_METHODS:
             return Method(base, attr, n)  # `name.lower()` picking an activation by name from a table
         return UNKNOWN
+
+    def _layer_base(self, info: ClassInfo) -> bool:
+        """Does the class derive from a layer that may own ``weight``/``bias`` (a torch layer such as nn.Linear, or
+        a base the analysis cannot see)? ``nn.Module`` itself and the containers own none: an attribute its
+        subclass did not set is not a parameter (a metric's ``add_state("weight", ...)`` buffer)."""
+        for q in info.torch_bases():
+            c = self.canon(q)
+            if c not in _NO_WEIGHT_BASES:
+                return True
+        return False
 
     def is_callable_object(self, v: Val) -> bool:
         """A class or function (the code's own, or one of torch's the knowledge table has): never None, never a
@@ -721,3 +728,22 @@ def _const_compare(op: ast.cmpop, a: Const, b: Const) -> Val:
     except TypeError:
         return UNKNOWN_NUM
     return UNKNOWN_NUM
+
+
+def _const_slice(base: Seq, sl: ast.Slice) -> Seq | None:
+    """``base[lo:hi:step]`` with constant bounds on a sequence of known items; None otherwise."""
+    if base.items is None or not all(x is None or isinstance(x, ast.Constant) for x in (sl.lower, sl.upper, sl.step)):
+        return None
+    lo = sl.lower.value if isinstance(sl.lower, ast.Constant) else None
+    hi = sl.upper.value if isinstance(sl.upper, ast.Constant) else None
+    sp = sl.step.value if isinstance(sl.step, ast.Constant) else None
+    try:
+        return Seq.of(base.items[lo:hi:sp], base.kind)  # type: ignore[misc,index]
+    except (TypeError, ValueError):
+        return None
+
+
+# torch bases that own no weight or bias of their own
+_NO_WEIGHT_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "torch.nn.Sequential",
+                              "torch.nn.ModuleList", "torch.nn.ModuleDict", "torch.nn.ParameterList",
+                              "torch.nn.ParameterDict", "torch.nn.Identity"})

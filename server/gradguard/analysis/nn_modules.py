@@ -327,6 +327,15 @@ class NNModules(Summaries):
             kids += [(k, e) for k, e in zip(keys, ents.items) if isinstance(e, Obj) and self._is_module(e)]
         return kids
 
+    @staticmethod
+    def _writes_in_place(o: Obj) -> bool:
+        """A torch layer whose call overwrites its input: its ``inplace`` flag, set at construction or after (`m.inplace
+        = ...` after construction is what forward reads)."""
+        if o.kind != "torch":
+            return False
+        flag = o.attrs.get("inplace")
+        return is_true(flag) if flag is not None and (is_true(flag) or is_false(flag)) else o.inplace
+
     def _is_module(self, x: Obj) -> bool:
         if x.kind in ("torch", "sequential", "modulelist", "moduledict"):
             return True
@@ -501,11 +510,8 @@ class NNModules(Summaries):
             info = self.kb.get(o.qual)
             if info is None:
                 return self.new_tensor(pos, st, o.qual, min_rg=YES).with_(maybe_tuple=True)
-            inplace = o.inplace
-            flag = o.attrs.get("inplace")  # `m.inplace = ...` after construction: what forward reads
-            if flag is not None and (is_true(flag) or is_false(flag)):
-                inplace = is_true(flag) and bool(info.inplace_kwarg)  # (a layer without the flag ignores it)
-            if inplace and info.inplace_kwarg:
+            inplace = self._writes_in_place(o) and bool(info.inplace_kwarg)  # (a layer without the flag ignores it)
+            if inplace:
                 info = self.kb.get(f"{info.name}[{info.inplace_kwarg}=True]") or info
             short = o.qual.rsplit(".", 1)[-1]
             display = f"{short}(inplace=True)" if inplace else short
@@ -562,6 +568,12 @@ class NNModules(Summaries):
             st.heap = base_heap.copy() if len(alts) > 1 else base_heap
             cur = x
             items = s.items if s.items is not None else (s.elem, s.elem)
+            if s.items is None and isinstance(s.elem, Obj) and self._writes_in_place(s.elem):
+                # entries of unknown number, stood for by one of them: which comes first or last is not known, so
+                # an in-place layer among them is not assumed next to itself or at the end (a block list built
+                # in a loop of unknown length: [ReLU(inplace=True), conv, bn] * n)
+                items = ()
+                cur = self.new_tensor([cur], st, "module", min_rg=MAYBE) if isinstance(cur, T) else UNKNOWN
             for m in items:
                 if isinstance(m, Seq) and m.kind == "tuple" and m.items and len(m.items) == 2:  # OrderedDict pairs
                     m = m.items[1]

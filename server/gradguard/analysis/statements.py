@@ -241,6 +241,9 @@ class Statements(AnalyzerCore):
                         if a == "value" and isinstance(v, T):
                             self.save(v, st, SaveRecord("item assignment", "the assigned value", self.site(stmt),
                                                         info.name))
+            elif isinstance(base, (Seq, Alt)) and isinstance(t.value, ast.Name) and (
+                    replaced := _with_item(base, key, v)) is not None:
+                st.env[t.value.id] = replaced  # `rep[0] = nn.ReLU(inplace=False)`: that item is now the new one
             elif isinstance(base, Seq) and isinstance(t.value, ast.Name):
                 grown = join(base, Seq(None, v, base.kind)) if base.items is None else \
                     Seq(base.items, join(base.elem, v), base.kind)
@@ -623,3 +626,19 @@ def _jumps(node: ast.For | ast.AsyncFor) -> bool:
             continue
         stack.extend(ast.iter_child_nodes(x))
     return False
+
+
+def _with_item(base: Seq | Alt, key: Val, v: Val) -> Seq | Alt | None:
+    """A list of known items (or each of several) with the item at the constant index ``key`` replaced by ``v``;
+    None when the index or the length is not known, or it is a dict."""
+    if not (isinstance(key, Const) and key.known and isinstance(key.value, int) and not isinstance(key.value, bool)):
+        return None
+    i = key.value
+    out = []
+    for s in (base.alts if isinstance(base, Alt) else (base,)):
+        if s.items is None or s.keys is not None or s.kind not in ("list", "modules") or not -len(s.items) <= i < len(s.items):
+            return None
+        items = list(s.items)
+        items[i] = v
+        out.append(Seq.of(items, s.kind))
+    return out[0] if len(out) == 1 else Alt(tuple(out))

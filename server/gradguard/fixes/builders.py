@@ -1106,7 +1106,9 @@ def _inplace_removal_safe(ctx: Ctx, ctor: Span, cnode: ast.Call) -> bool:
         before = "\n".join([*ctx.lines[max(0, ctor.line - 6):ctor.line - 1],
                             ctx.lines[ctor.line - 1][:ctor.column - 1]])
         before = re.sub(r"#[^\n]*", "", before).rstrip()
-        return not before.endswith("Sequential(")  # the first entry overwrites the Sequential's own input
+        # the first entry (of the Sequential, or of the list it is built from) overwrites the Sequential's own
+        # input, which its caller may read afterwards (a block's shortcut)
+        return not before.endswith(("Sequential(", "[", "("))
     st = ctx.stmt()
     if kind == "inplace_kwarg":
         arg0: ast.AST | None = cnode.args[0] if cnode.args else next(
