@@ -373,8 +373,8 @@ class Expressions(AnalyzerCore):
                 except IndexError:
                     return base.elem
             if isinstance(n.slice, ast.Slice):
-                got = _const_slice(base, n.slice)
-                return got if got is not None else Seq(None, base.elem, base.kind)
+                part = _const_slice(base, n.slice)
+                return part if part is not None else Seq(None, base.elem, base.kind)
             return base.elem
         if isinstance(base, Alt):
             if isinstance(n.slice, ast.Slice):  # `rep = rep[1:]` on lists built differently: each one sliced
