@@ -338,7 +338,9 @@ class Expressions(AnalyzerCore):
     def e_Subscript(self, n: ast.Subscript, st: State, fr: Frame) -> Val:
         base = self.ev(n.value, st, fr)
         idx = self.ev_nograd(n.slice, st, fr) if not isinstance(n.slice, ast.Constant) else Const(n.slice.value)
-        if isinstance(base, T) and base.maybe_tensor:
+        if isinstance(base, T) and (base.maybe_tensor or (isinstance(idx, Const) and idx.known and isinstance(
+                idx.value, str))):
+            # (a string key: what looked like a tensor is a mapping, `out["backbone_fpn"]`; its entry may be anything)
             return fresh("element", rg=base.rg, maybe_tensor=True)
         if isinstance(base, T):
             if self._advanced_index(n.slice, idx):

@@ -302,12 +302,25 @@ class Statements(AnalyzerCore):
             if q in NO_GRAD_CTX:
                 fi.no_grad = True
                 fi.inference = q == INFERENCE_MODE and self._mode_enabled(d)
+            elif self._no_grad_decorator(d, st, fr):
+                fi.no_grad = True
         st.env[s.name] = Func(fi)
         if fr.func is None and fr.depth == 0 and self.mod.is_root:
             self.functions.append(fi)
         return st
 
     s_AsyncFunctionDef = s_FunctionDef
+
+    def _no_grad_decorator(self, d: ast.expr, st: State, fr: Frame) -> bool:
+        """A decorator of the code's own (or a library's) that runs the function under no_grad or inference_mode:
+        ultralytics' ``@smart_inference_mode()``, a ``@no_grad_if_eval`` wrapper. Its body builds a wrapper (or
+        returns a wrapping call) and names ``no_grad`` or ``inference_mode``."""
+        target = d.func if isinstance(d, ast.Call) else d
+        if not isinstance(target, (ast.Name, ast.Attribute)):
+            return False
+        v = self.ev_nograd(target, st, fr)
+        return isinstance(v, Func) and isinstance(v.info.node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+            _applies_no_grad(v.info.node)
 
     def s_ClassDef(self, s: ast.ClassDef, st: State, fr: Frame) -> State:
         ci = ClassInfo(s, s.name, bases=[self.ev(b, st, fr) for b in s.bases], mod=self.mod)
@@ -325,6 +338,8 @@ class Statements(AnalyzerCore):
                     if q in NO_GRAD_CTX:
                         fi.no_grad = True
                         fi.inference = q == INFERENCE_MODE and self._mode_enabled(d)
+                    elif self._no_grad_decorator(d, st, fr):
+                        fi.no_grad = True
                 ci.methods[b.name] = fi
                 if fr.depth == 0 and fr.func is None and root:
                     self.functions.append(fi)
@@ -642,3 +657,20 @@ def _with_item(base: Seq | Alt, key: Val, v: Val) -> Seq | Alt | None:
         items[i] = v
         out.append(Seq.of(items, s.kind))
     return out[0] if len(out) == 1 else Alt(tuple(out))
+
+
+def _applies_no_grad(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A decorator shape (a nested def, or ``return torch.no_grad()(fn)``) that names no_grad or inference_mode."""
+    got: bool | None = getattr(node, "_gg_applies_no_grad", None)
+    if got is None:
+        names = nested = False
+        for x in ast.walk(node):
+            if (isinstance(x, ast.Attribute) and x.attr in ("no_grad", "inference_mode")) or (
+                    isinstance(x, ast.Name) and x.id in ("no_grad", "inference_mode")):
+                names = True
+            elif (x is not node and isinstance(x, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))) or (
+                    isinstance(x, ast.Return) and isinstance(x.value, ast.Call) and isinstance(x.value.func, ast.Call)):
+                nested = True
+        got = names and nested
+        node._gg_applies_no_grad = got  # type: ignore[union-attr]  # cached on the tree, which it describes
+    return got
