@@ -470,6 +470,9 @@ class Calls(AnalyzerCore):
             inner = kw.get("module", pos[0] if pos else UNKNOWN)
             w.attrs["module"] = inner
             return w
+        if qual in L.CHECKPOINT and pos:
+            # `cp.checkpoint(_inner_forward, x)` is `_inner_forward(x)` (what it returns, what it saves and writes)
+            return self.call(pos[0], pos[1:], {k: v for k, v in kw.items() if k not in L.CHECKPOINT_FLAGS}, n, st, fr)
         if raw in L.DEEPCOPY or qual in L.DEEPCOPY:
             return Cloner(-1).value(pos[0]) if pos else UNKNOWN
         if qual in L.EINSUM_PATTERN_LAST:
@@ -485,11 +488,13 @@ class Calls(AnalyzerCore):
             info = self.kb.get("torch.split")
             if info is not None and pos:
                 return self.apply(info, [pos[0], UNKNOWN_NUM], {}, n, st, fr, display=raw.rsplit(".", 1)[-1])
-        if qual in L.NEW_FROM_TENSORS:
+        if qual in L.NEW_FROM_TENSORS or qual in L.PACK:
             tensors: list[Val] = []
             for v in pos:
                 tensors.extend(tensors_in(v) if isinstance(v, Seq) else [v])
-            return self.new_tensor(tensors, st, raw.rsplit(".", 1)[-1])
+            out = self.new_tensor(tensors, st, raw.rsplit(".", 1)[-1])
+            # (`x, ps = pack([cls_tokens, x], "b * d")`: the tensor and the shapes, not two rows of one tensor)
+            return Seq.of((out, Seq(None, UNKNOWN_NUM)), "tuple") if qual in L.PACK else out
         if qual.startswith(L.DISTRIBUTIONS_PREFIX) and qual.rsplit(".", 1)[-1][:1].isupper():
             d = Obj("dist", qual)
             d.cfg["args"] = Seq.of([*pos, *kw.values()], "tuple")

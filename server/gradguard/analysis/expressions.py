@@ -270,6 +270,12 @@ class Expressions(AnalyzerCore):
             return None
         a = self.ev_nograd(n.left, st, fr)
         b = self.ev_nograd(n.comparators[0], st, fr)
+        if isinstance(n.ops[0], (ast.Eq, ast.NotEq)) and any(
+                isinstance(x, Ref) and self.canon(x.qual) == "torch.__version__" for x in (a, b)) and any(
+                isinstance(x, Const) and x.known and isinstance(x.value, str) and not x.value[:1].isdigit()
+                for x in (a, b)):
+            # `torch.__version__ == "parrots"` (OpenMMLab's other framework): torch's version is a version number
+            return Const(isinstance(n.ops[0], ast.NotEq))
         if not (isinstance(a, Const) and isinstance(b, Const) and a.known and b.known) \
                 or isinstance(a, Cond) or isinstance(b, Cond):
             return None

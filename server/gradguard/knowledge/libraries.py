@@ -23,8 +23,13 @@ VIEW_OF_FIRST = frozenset({
 # a new tensor computed from the tensor arguments (no alias)
 NEW_FROM_TENSORS = frozenset({
     "einops.repeat", "einops.einops.repeat", "einops.reduce", "einops.einops.reduce",
-    "einops.einsum", "einops.einops.einsum", "einops.pack", "einops.packing.pack",
+    "einops.einsum", "einops.einops.einsum",
 })
+# torch.utils.checkpoint.checkpoint(fn, *args): fn(*args), run again in backward (activation checkpointing)
+CHECKPOINT = frozenset({"torch.utils.checkpoint.checkpoint"})
+CHECKPOINT_FLAGS = frozenset({"use_reentrant", "preserve_rng_state", "context_fn", "determinism_check", "debug"})
+# einops.pack(tensors, pattern): (a new tensor joining them, the list of their packed shapes)
+PACK = frozenset({"einops.pack", "einops.packing.pack"})
 # like torch.split: the returned tensors are several views of one tensor
 SPLIT_VIEWS = frozenset({"einops.unpack", "einops.packing.unpack"})
 # einops.einsum(x, y, "pattern"): torch.einsum("pattern", x, y)
