@@ -1078,7 +1078,7 @@ def _inplace_attribute(ctx: Ctx, kw: Span) -> list[Fix]:
     """The flag was switched on after construction (`m.inplace = True`, ``kw`` the value): switch it off there."""
     if not (1 <= kw.line == kw.end_line <= len(ctx.lines)) or ctx.text(kw) != "True":
         return []
-    safe = ctx.m.kind == "module_call" and _inplace_removal_safe(ctx, kw, ast.Call(ast.Name("_"), [], []))
+    safe = ctx.m.kind == "module_call" and _inplace_removal_safe(ctx, kw)
     return [Fix(f"Set the `inplace` flag to False where it is switched on (line {kw.line})", safe,
                 (_replace(kw, "False"),), kind="remove-inplace")]
 
@@ -1099,7 +1099,7 @@ def _node_offset(text: str, node: ast.AST) -> int:
     return sum(len(x) + 1 for x in lines[: ln - 1]) + _char_col(lines[ln - 1], col)
 
 
-def _inplace_removal_safe(ctx: Ctx, ctor: Span, cnode: ast.Call) -> bool:
+def _inplace_removal_safe(ctx: Ctx, ctor: Span, cnode: ast.Call | None = None) -> bool:
     """Dropping the flag keeps forward values when nobody else can see the overwritten input."""
     kind = ctx.m.kind
     if kind == "module_entry":
@@ -1111,6 +1111,8 @@ def _inplace_removal_safe(ctx: Ctx, ctor: Span, cnode: ast.Call) -> bool:
         return not before.endswith(("Sequential(", "[", "("))
     st = ctx.stmt()
     if kind == "inplace_kwarg":
+        if cnode is None:
+            return False
         arg0: ast.AST | None = cnode.args[0] if cnode.args else next(
             (k.value for k in cnode.keywords if k.arg in ("input", "x")), None)
     else:  # module_call: the call site is the statement

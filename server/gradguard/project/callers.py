@@ -208,7 +208,7 @@ class CallerIndex:
                     got.append(path)
                     break
             self._outside[key] = got
-        return got
+        return list(got)
 
     def witnesses(self, name: str, is_class: bool) -> list[str]:
         """The files whose uses made ``name`` no_grad-only: a change to one of them can change the answer (the
