@@ -21,6 +21,7 @@ from gradguard.analysis.common import (
 )
 from gradguard.analysis.hazards import Hazard, SaveRecord, Site
 from gradguard.analysis.namespace import ModuleCtx
+from gradguard.analysis.reach import BackwardReach
 from gradguard.analysis.state import MAX_SAVES, Heap, State, StepEvent
 from gradguard.analysis.values import (
     MAYBE,
@@ -120,6 +121,7 @@ class AnalyzerCore:
         self.cache_reach: dict[Any, tuple[frozenset[int], frozenset[str]]] = {}
         self.reach_unknown = False  # the run reused a result computed while nothing was recorded
         self.entry_log: list[Hazard] | None = None
+        self._reach: BackwardReach | None = None  # see unreached
 
     def inference_tensor(self, val: T) -> bool:
         """Whether ``val`` was made inside inference_mode (a parameter made there by lazy analysis is not): every
@@ -372,7 +374,7 @@ class AnalyzerCore:
                     recs.append(r)
         param_update = st.no_grad and any(s.param_of is not None for s in val.storages)
         if recs and not st.allow_mutation and not param_update and not (
-                self.version_kept and val.storages <= self.version_kept):
+                self.version_kept and val.storages <= self.version_kept) and not self.unreached(site, recs):
             ex = extra
             if val.alias_of and form == "setitem" and val.alias_site is not None:
                 # `out = x; out[i] = v`: the alias is where a copy was meant; report there, point at the write.
@@ -389,6 +391,14 @@ class AnalyzerCore:
             # the module, and the parameter itself for a graph that saved it directly (`m.weight.mul(m.weight)`)
             owners |= frozenset(s for s in val.storages if s.param_of is not None)  # under allow_mutation_on_saved_tensors torch keeps a copy
             st.heap.steps = (*st.heap.steps, self.step_event(owners, site, stmt, f"in-place update of `{target}`"))
+
+    def unreached(self, site: Site, recs: list[SaveRecord]) -> bool:
+        """The write at ``site`` is in a function whose backwards cannot reach the ops of ``recs`` (see .reach)."""
+        if site.path:
+            return False
+        if self._reach is None:
+            self._reach = BackwardReach(self.tree)
+        return self._reach.unreached(site, recs)
 
     def save(self, val: Val, st: State, rec: SaveRecord) -> None:
         if not isinstance(val, T):

@@ -14,7 +14,9 @@ common case is editing an input between two forward passes (`context[:, -3:] = e
 """
     fix = """
 Clone before writing (`x = x.clone()` on the line before, or `out = x.clone()` where the alias is made), or
-build the new tensor out of place (`torch.cat`, `torch.where`, `index_put`).
+build the new tensor out of place (`torch.cat`, `torch.where`, `index_put`). A write that no backward can reach
+is not reported: gradguard follows where the saving op's result goes in the function (a training step's accuracy
+thresholds `torch.sigmoid(out)` in place while the loss is taken from `out`).
 """
     INVALID = ("""
 import torch
@@ -29,7 +31,18 @@ import torch
 a = torch.tensor([1., 2.], requires_grad=True).clone()
 a[0] = a[1] * 2  # mul by a constant saves nothing
 a.sum().backward()
-""",)
+""", """
+import torch
+import torch.nn.functional as F
+
+out = torch.randn(8, requires_grad=True)
+y = (torch.rand(8) > 0.5).float()
+loss = F.binary_cross_entropy_with_logits(out, y)
+pred = torch.sigmoid(out)  # sigmoid saves pred...
+pred[pred > 0.5] = 1  # ...but the loss never goes through sigmoid, and pred only feeds a comparison
+acc = (pred == y).float().mean().item()
+loss.backward()
+""")
 
     @classmethod
     def matches(cls, h: Hazard) -> bool:

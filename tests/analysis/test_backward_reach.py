@@ -1,0 +1,155 @@
+"""A write into a saved tensor whose saving op no backward can reach is harmless (analysis/reach.py).
+
+The clean and error cases that torch decides are fixtures (gg103/neg_accuracy_of_thresholded_predictions.py,
+gg103/pos_prediction_used_by_loss_before_threshold.py, ...). These check the other side: when the saving op's result
+leaves the function in a way the test cannot follow, the write is still reported."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+from gradguard.api import check_source
+
+HEAD = textwrap.dedent("""
+    import torch
+    import torch.nn.functional as F
+
+""")
+
+# each body: `pred` is the sigmoid's output (saved by it), then written in place; `loss` does not use it
+LEAVES = {
+    "stored on an object from outside": """
+        def step(trainer, out, y):
+            loss = F.mse_loss(out, y)
+            pred = torch.sigmoid(out)
+            trainer.last = pred
+            pred[pred > 0.5] = 1
+            loss.backward()
+    """,
+    "returned": """
+        def step(out, y):
+            loss = F.mse_loss(out, y)
+            pred = torch.sigmoid(out)
+            pred[pred > 0.5] = 1
+            loss.backward()
+            return pred
+    """,
+    "read by a nested function": """
+        def step(out, y):
+            loss = F.mse_loss(out, y)
+            pred = torch.sigmoid(out)
+            pred[pred > 0.5] = 1
+            def closure():
+                return pred.sum()
+            loss.backward()
+            return closure
+    """,
+    "given to a helper": """
+        def aux(p):
+            return p.sum()
+
+        def step(out, y):
+            loss = F.mse_loss(out, y)
+            pred = torch.sigmoid(out)
+            pred[pred > 0.5] = 1
+            extra = aux(pred)
+            loss.backward()
+            extra.backward()
+    """,
+    "kept by a parameter's method": """
+        def step(out, y, meter):
+            loss = F.mse_loss(out, y)
+            pred = torch.sigmoid(out)
+            pred[pred > 0.5] = 1
+            meter.update(pred)
+            loss.backward()
+    """,
+    "given to a backward of a library": """
+        def step(out, y, accelerator):
+            pred = torch.sigmoid(out)
+            pred[pred > 0.5] = 1
+            loss = F.mse_loss(out, y)
+            accelerator.backward(loss + pred.sum())
+    """,
+    "kept on the module by forward": """
+        class Head(torch.nn.Module):
+            def forward(self, out):
+                pred = torch.sigmoid(out)
+                pred[pred > 0.5] = 1
+                self.pred = pred
+                return out.sum()
+    """,
+    "through a local alias of a buffer from outside": """
+        def forward(out, cache):
+            pred = torch.sigmoid(out)
+            keep = cache.items
+            keep.append(pred)
+            pred[pred > 0.5] = 1
+            return out.sum()
+    """,
+    "given to a function of the project": """
+        from trainer_utils import remember
+
+        def step(out, y):
+            loss = F.mse_loss(out, y)
+            pred = torch.sigmoid(out)
+            pred[pred > 0.5] = 1
+            remember(pred)
+            loss.backward()
+    """,
+    "differentiated by autograd.grad": """
+        from torch.autograd import grad
+
+        def step(out, y, x):
+            pred = torch.sigmoid(out)
+            pred[pred > 0.5] = 1
+            loss = F.mse_loss(out, y)
+            g = grad(loss + pred.sum(), x)
+            print(g)
+    """,
+    "read by a lambda": """
+        def step(out, y):
+            pred = torch.sigmoid(out)
+            pred[pred > 0.5] = 1
+            extra = lambda: pred.sum()
+            (F.mse_loss(out, y) + extra()).backward()
+    """,
+}
+
+
+@pytest.mark.parametrize("name", sorted(LEAVES))
+def test_write_is_reported_when_the_saved_result_may_reach_a_backward(name: str) -> None:
+    src = HEAD + textwrap.dedent(LEAVES[name])
+    found = [f for f in check_source(src) if f.code == "GG103"]
+    assert found, name
+
+
+UNREACHED = {
+    "comparisons and item": """
+        def step(out, y, log):
+            loss = F.mse_loss(out, y)
+            pred = torch.sigmoid(out)
+            pred[pred > 0.5] = 1
+            acc = (pred == y).float().mean().item()
+            log.append(acc)
+            print(f"acc {acc:.3f}")
+            loss.backward()
+    """,
+    "a local list of detached values": """
+        def step(out, y):
+            seen = []
+            loss = F.mse_loss(out, y)
+            pred = torch.sigmoid(out)
+            pred[pred > 0.5] = 1
+            seen.append(pred.detach())
+            loss.backward()
+            return [s.argmax() for s in seen]
+    """,
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNREACHED))
+def test_write_is_silent_when_no_backward_reaches_the_saving_op(name: str) -> None:
+    src = HEAD + textwrap.dedent(UNREACHED[name])
+    assert not [f for f in check_source(src) if f.code == "GG103"], name
