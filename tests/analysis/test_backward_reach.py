@@ -45,17 +45,19 @@ LEAVES = {
             loss.backward()
             return closure
     """,
-    "given to a helper": """
+    "given to a helper that keeps it": """
+        SEEN = []
+
         def aux(p):
-            return p.sum()
+            SEEN.append(p)
+            return 0
 
         def step(out, y):
             loss = F.mse_loss(out, y)
             pred = torch.sigmoid(out)
             pred[pred > 0.5] = 1
-            extra = aux(pred)
+            aux(pred)
             loss.backward()
-            extra.backward()
     """,
     "kept by a parameter's method": """
         def step(out, y, meter):
@@ -126,6 +128,19 @@ def test_write_is_reported_when_the_saved_result_may_reach_a_backward(name: str)
 
 
 UNREACHED = {
+    "a metric function of the module": """
+        def accuracy(p, target):
+            hits = (p > 0.5) == target
+            return hits.float().mean()
+
+        def step(out, y):
+            loss = F.mse_loss(out, y)
+            pred = torch.sigmoid(out)
+            pred[pred > 0.5] = 1
+            acc = accuracy(pred, y)
+            loss.backward()
+            return acc
+    """,
     "comparisons and item": """
         def step(out, y, log):
             loss = F.mse_loss(out, y)

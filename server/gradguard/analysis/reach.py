@@ -24,11 +24,12 @@ checked). Module-level code counts only when it runs a backward itself: its name
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from gradguard.analysis.hazards import SaveRecord, Site
 
-_ROOT = "<backward>"  # pseudo-names: a backward's root, and anything that leaves the function
+_ROOT = "<backward>"  # pseudo-names: a backward's root, what the function returns, what leaves it otherwise
+_RET = "<returned>"
 _OUT = "<escapes>"
 
 # calls and attributes whose result carries no graph of what they read
@@ -40,8 +41,13 @@ _CUT_METHODS = frozenset({
 })
 # packages whose functions neither keep what they are given nor run a backward themselves (torch.autograd's are
 # told apart by name)
-_LIBRARIES = frozenset({"torch", "numpy", "math", "einops", "scipy", "random", "operator", "itertools", "functools",
-                        "collections", "statistics", "cmath"})
+_LIBRARIES = frozenset({
+    "torch", "numpy", "math", "einops", "scipy", "random", "operator", "itertools", "functools", "collections",
+    "statistics", "cmath", "copy", "json", "pickle", "os", "sys", "time", "logging", "warnings",
+    # images, plots, progress bars, experiment logs: they read what they are given
+    "torchvision", "PIL", "matplotlib", "cv2", "imageio", "skimage", "sklearn", "pandas", "tqdm", "wandb",
+    "tensorboardX",
+})
 # ops returning (values, indices): the indices carry no graph
 _VALUES_INDICES = frozenset({"max", "min", "sort", "topk", "kthvalue", "mode", "median", "nanmedian", "cummax",
                              "cummin", "aminmax"})
@@ -66,43 +72,13 @@ def _call_name(c: ast.Call) -> str:
     return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
 
 
-def graph_names(e: ast.AST | None) -> set[str]:
-    """Names whose graph may flow into the value of ``e``."""
-    out: set[str] = set()
-    _graph_names(e, out)
-    return out
-
-
-def _graph_names(e: ast.AST | None, out: set[str]) -> None:
-    if e is None:
-        return
-    if isinstance(e, ast.Name):
-        out.add(e.id)
-    elif isinstance(e, ast.Compare):
-        return  # a bool
-    elif isinstance(e, ast.Attribute):
-        if e.attr not in _CUT_ATTRS:
-            _graph_names(e.value, out)
-    elif isinstance(e, ast.Call):
-        name = _call_name(e)
-        if name in (_CUT_METHODS if isinstance(e.func, ast.Attribute) else _CUT_BUILTINS):
-            return
-        _graph_names(e.func, out)
-        for a in e.args:
-            _graph_names(a, out)
-        for k in e.keywords:
-            _graph_names(k.value, out)
-    elif isinstance(e, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return  # (what a nested function reads is checked on its own: see Flow.captured)
-    else:
-        for c in ast.iter_child_nodes(e):
-            _graph_names(c, out)
-
-
 class Flow:
     """The flow of one function's (or the module's) body: edges ``targets <- sources`` between local names."""
 
-    def __init__(self, node: ast.AST, imports: frozenset[str], libraries: frozenset[str], autograd: frozenset[str]):
+    def __init__(self, node: ast.AST, imports: frozenset[str], libraries: frozenset[str], autograd: frozenset[str],
+                 helper: Callable[[str], Flow | None] = lambda name: None):
+        self.node = node
+        self.helper = helper  # a function of the module by name, when the name means it
         self.module = isinstance(node, ast.Module)
         self.imports = imports
         self.libraries = libraries  # the imported names that stand for torch, numpy, math...
@@ -112,6 +88,7 @@ class Flow:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             a = node.args
             self.params = {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg) if p}
+        self._pure: bool | None = None
         self.stmts: list[ast.stmt] = []
         self.nested: list[ast.AST] = []
         self.declared: set[str] = set()  # global / nonlocal
@@ -135,6 +112,67 @@ class Flow:
         lambdas = [x for s in self.stmts for x in _walk_all(s) if isinstance(x, ast.Lambda)]
         for d in (*self.nested, *lambdas):
             self.captured.update(x.id for x in ast.walk(d) if isinstance(x, ast.Name))
+
+    # ------------------------------------------------------------------ what carries a graph
+    def graph_names(self, e: ast.AST | None) -> set[str]:
+        """Names whose graph may flow into the value of ``e``."""
+        out: set[str] = set()
+        self._graph_names(e, out)
+        return out
+
+    def _graph_names(self, e: ast.AST | None, out: set[str]) -> None:
+        if e is None:
+            return
+        if isinstance(e, ast.Name):
+            out.add(e.id)
+        elif isinstance(e, ast.Compare):
+            return  # a bool
+        elif isinstance(e, ast.Attribute):
+            if e.attr not in _CUT_ATTRS:
+                self._graph_names(e.value, out)
+        elif isinstance(e, ast.Call):
+            name = _call_name(e)
+            if name in (_CUT_METHODS if isinstance(e.func, ast.Attribute) else _CUT_BUILTINS):
+                return
+            g = self._pure_helper(e.func)
+            if g is not None:
+                # a function of the module: only the arguments whose graph its result carries
+                for p, a in g.bind(e):
+                    if p is None or g.returns(p):
+                        self._graph_names(a, out)
+                return
+            self._graph_names(e.func, out)
+            for a in e.args:
+                self._graph_names(a, out)
+            for k in e.keywords:
+                self._graph_names(k.value, out)
+        elif isinstance(e, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return  # (what a nested function reads is checked on its own: see captured)
+        else:
+            for c in ast.iter_child_nodes(e):
+                self._graph_names(c, out)
+
+    def _pure_helper(self, f: ast.expr) -> Flow | None:
+        if not isinstance(f, ast.Name) or f.id in self.assigned or f.id in self.params or f.id in self.imports:
+            return None
+        g = self.helper(f.id)
+        return g if g is not None and g.pure() else None
+
+    def bind(self, c: ast.Call) -> list[tuple[str | None, ast.expr]]:
+        """(parameter, argument) of a call to this function; None for an argument it cannot place."""
+        node = self.node
+        assert isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        names = [p.arg for p in (*node.args.posonlyargs, *node.args.args)]
+        out: list[tuple[str | None, ast.expr]] = []
+        for i, a in enumerate(c.args):
+            out.append((names[i] if i < len(names) and not isinstance(a, ast.Starred) else None, a))
+        for k in c.keywords:
+            out.append((k.arg if k.arg in self.params else None, k.value))
+        return out
+
+    def returns(self, param: str) -> bool:
+        """The function's result may carry the graph of ``param``."""
+        return _RET in self._closure({param})
 
     def _collect(self, body: Iterable[ast.stmt]) -> None:
         for s in body:
@@ -199,23 +237,23 @@ class Flow:
         if isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             if s.value is not None:
                 targets = s.targets if isinstance(s, ast.Assign) else [s.target]
-                src = graph_names(s.value)
+                src = self.graph_names(s.value)
                 if isinstance(s, ast.AugAssign):
-                    src |= graph_names(s.target)
+                    src |= self.graph_names(s.target)
                 for t in targets:
                     self._to_target(t, src)
                 exprs.append(s.value)
                 exprs.extend(targets)
         elif isinstance(s, (ast.For, ast.AsyncFor)):
-            self._to_target(s.target, graph_names(s.iter))
+            self._to_target(s.target, self.graph_names(s.iter))
             exprs.append(s.iter)
         elif isinstance(s, (ast.With, ast.AsyncWith)):
             for item in s.items:
                 if item.optional_vars is not None:
-                    self._to_target(item.optional_vars, graph_names(item.context_expr))
+                    self._to_target(item.optional_vars, self.graph_names(item.context_expr))
                 exprs.append(item.context_expr)
         elif isinstance(s, ast.Return):
-            self.edges.append((frozenset({_OUT}), frozenset(graph_names(s.value))))
+            self.edges.append((frozenset({_RET}), frozenset(self.graph_names(s.value))))
             if s.value is not None:
                 exprs.append(s.value)
         elif isinstance(s, (ast.If, ast.While)):
@@ -245,9 +283,9 @@ class Flow:
     def _calls(self, e: ast.AST) -> None:
         for n in _walk_expr(e):
             if isinstance(n, (ast.Yield, ast.YieldFrom)):
-                self.edges.append((frozenset({_OUT}), frozenset(graph_names(n.value))))
+                self.edges.append((frozenset({_OUT}), frozenset(self.graph_names(n.value))))
             elif isinstance(n, ast.NamedExpr):
-                self._to_target(n.target, graph_names(n.value))
+                self._to_target(n.target, self.graph_names(n.value))
             elif isinstance(n, ast.Call):
                 self._call(n)
 
@@ -255,9 +293,9 @@ class Flow:
         f = c.func
         args: set[str] = set()
         for a in c.args:
-            _graph_names(a, args)
+            self._graph_names(a, args)
         for k in c.keywords:
-            _graph_names(k.value, args)
+            self._graph_names(k.value, args)
         for k in c.keywords:
             if k.arg == "out":
                 self._to_target(k.value, args)
@@ -267,11 +305,13 @@ class Flow:
         if "backward" in name.lower() or "autograd" in chain or (isinstance(f, ast.Name) and f.id in self.autograd):
             # `loss.backward()`, `torch.autograd.grad(loss, x)` (any autograd function counts), `scaler.scale(loss)
             # .backward()`, `accelerator.backward(loss)`, Lightning's `self.manual_backward(loss)`
-            self.edges.append((frozenset({_ROOT}), frozenset(args | graph_names(recv))))
+            self.edges.append((frozenset({_ROOT}), frozenset(args | self.graph_names(recv))))
             return
         if isinstance(f, ast.Name):
             if f.id in _PURE_BUILTINS or f.id in self.libraries or self.local(f.id):
                 return  # the result flows on (a local callable: what it keeps, it keeps in itself)
+            if self._pure_helper(f) is not None:
+                return  # a function of the module that only returns what it computes from its arguments
             self.edges.append((frozenset({_OUT}), frozenset(args)))
             return
         root = _root_name(f)
@@ -285,7 +325,7 @@ class Flow:
         if recv is not None and _root_name(recv) is None:
             # a method of a computed value (`torch.sigmoid(x).clamp_()`, `(a + b).sum()`): the result flows on,
             # unless the value is one the function got from outside
-            inner = graph_names(recv)
+            inner = self.graph_names(recv)
             if all(self.local(x) or x in self.libraries for x in inner):
                 return
         self.edges.append((frozenset({_OUT}), frozenset(args)))
@@ -313,9 +353,23 @@ class Flow:
             out |= self.edges[i][0]
         return out
 
+    def pure(self) -> bool:
+        """A function whose arguments reach nothing but its result: no backward, nothing kept (`accuracy(pred, y)`)."""
+        if self._pure is None:
+            self._pure = False  # (while it is being decided: a recursive call is not pure)
+            g = self._closure(self.params)
+            self._pure = not (_ROOT in g or _OUT in g or not g.isdisjoint(self.captured) or
+                              not g.isdisjoint(self.declared))
+        return self._pure
+
     def reaches(self, seeds: set[str]) -> bool:
         if self.module and not self.has_root:
             return True  # a module's names outlive it (an importer, the next cell of a notebook may differentiate them)
+        g = self._closure(seeds)
+        return _ROOT in g or _OUT in g or _RET in g or not g.isdisjoint(self.captured) or \
+            not g.isdisjoint(self.declared)
+
+    def _closure(self, seeds: set[str]) -> set[str]:
         g = set(seeds)
         changed = True
         while changed:
@@ -324,7 +378,7 @@ class Flow:
                 if not targets <= g and not src.isdisjoint(g):
                     g |= targets
                     changed = True
-        return _ROOT in g or _OUT in g or not g.isdisjoint(self.captured) or not g.isdisjoint(self.declared)
+        return g
 
 
 def _stmt_targets(s: ast.stmt) -> list[tuple[ast.expr, ast.AST | None]]:
@@ -407,6 +461,19 @@ class BackwardReach:
         self.autograd = frozenset(autograd)
         self._spans: list[ast.AST] | None = None
         self._flows: dict[int, Flow] = {}
+        self._building: set[int] = set()
+        # the module's functions, by name: those defined once at the top level and never rebound there
+        defs: dict[str, list[ast.AST]] = {}
+        for n in tree.body:
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                defs.setdefault(n.name, []).append(n)
+            else:
+                for t, _v in _stmt_targets(n) if isinstance(n, ast.stmt) else ():
+                    for b in _bound(t):
+                        defs.setdefault(b.id, []).append(b)
+        self._defs = {k: v[0] for k, v in defs.items()
+                      if len(v) == 1 and isinstance(v[0], (ast.FunctionDef, ast.AsyncFunctionDef))
+                      and not v[0].decorator_list}
 
     def _holder(self, site: Site) -> ast.AST:
         if self._spans is None:
@@ -418,6 +485,22 @@ class BackwardReach:
                 best = n
         return best
 
+    def _flow(self, node: ast.AST) -> Flow:
+        flow = self._flows.get(id(node))
+        if flow is None:
+            flow = self._flows[id(node)] = Flow(node, self.imports, self.libraries, self.autograd, self._helper)
+        return flow
+
+    def _helper(self, name: str) -> Flow | None:
+        node = self._defs.get(name)
+        if node is None or id(node) in self._building:
+            return None  # (a function that calls itself, while its flow is being built: not pure)
+        self._building.add(id(node))
+        try:
+            return self._flow(node)
+        finally:
+            self._building.discard(id(node))
+
     def unreached(self, site: Site, saves: Sequence[SaveRecord]) -> bool:
         """True when no backward can reach the ops of ``saves``: the write at ``site`` is harmless."""
         if site.path or not saves or any(r.site.path for r in saves):
@@ -425,9 +508,7 @@ class BackwardReach:
         holder = self._holder(site)
         if not isinstance(holder, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)):
             return False
-        flow = self._flows.get(id(holder))
-        if flow is None:
-            flow = self._flows[id(holder)] = Flow(holder, self.imports, self.libraries, self.autograd)
+        flow = self._flow(holder)
         seeds: set[str] = set()
         for r in saves:
             if self._holder(r.site) is not holder:
