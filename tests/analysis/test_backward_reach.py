@@ -110,6 +110,17 @@ LEAVES = {
             g = grad(loss + pred.sum(), x)
             print(g)
     """,
+    "given to an inner function that keeps it": """
+        def step(out, y):
+            seen = []
+            def keep(p):
+                seen.append(p)
+            loss = F.mse_loss(out, y)
+            pred = torch.sigmoid(out)
+            pred[pred > 0.5] = 1
+            keep(pred)
+            (loss + torch.stack(seen).sum()).backward()
+    """,
     "read by a lambda": """
         def step(out, y):
             pred = torch.sigmoid(out)

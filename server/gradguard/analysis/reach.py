@@ -93,6 +93,13 @@ class Flow:
         self.nested: list[ast.AST] = []
         self.declared: set[str] = set()  # global / nonlocal
         self._collect(body)
+        inner: dict[str, list[ast.AST]] = {}
+        for d in self.nested:
+            if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                inner.setdefault(d.name, []).append(d)
+        self._inner_defs = {k: v[0] for k, v in inner.items() if len(v) == 1 and isinstance(
+            v[0], (ast.FunctionDef, ast.AsyncFunctionDef)) and not v[0].decorator_list}
+        self._inner_flows: dict[str, Flow | None] = {}
         self.assigned: set[str] = set()
         sources: dict[str, list[ast.AST | None]] = {}
         for s in self.stmts:
@@ -102,6 +109,9 @@ class Flow:
                     sources.setdefault(n.id, []).append(v if n is t else None)
         self.owned = self._owned(sources)
         self.edges: list[tuple[frozenset[str], frozenset[str]]] = []
+        # where each edge comes from: a call (what it does with its arguments), or None (the statement's bindings)
+        self.origins: list[ast.AST | None] = []
+        self._origin: ast.AST | None = None
         self.by_stmt: dict[int, list[int]] = {}
         for s in self.stmts:
             first = len(self.edges)
@@ -111,7 +121,7 @@ class Flow:
         self.captured: set[str] = set()  # names nested functions, lambdas and classes read
         lambdas = [x for s in self.stmts for x in _walk_all(s) if isinstance(x, ast.Lambda)]
         for d in (*self.nested, *lambdas):
-            self.captured.update(x.id for x in ast.walk(d) if isinstance(x, ast.Name))
+            self.captured |= _free_names(d)
 
     # ------------------------------------------------------------------ what carries a graph
     def graph_names(self, e: ast.AST | None) -> set[str]:
@@ -155,8 +165,16 @@ class Flow:
     def _pure_helper(self, f: ast.expr) -> Flow | None:
         if not isinstance(f, ast.Name) or f.id in self.assigned or f.id in self.params or f.id in self.imports:
             return None
-        g = self.helper(f.id)
+        g = self._inner(f.id) if f.id in self._inner_defs else self.helper(f.id)
         return g if g is not None and g.pure() else None
+
+    def _inner(self, name: str) -> Flow | None:
+        """A function defined once in this body (`def bernoulli(probs): ...` inside `rsample`)."""
+        if name not in self._inner_flows:
+            self._inner_flows[name] = None  # (while it is built: a call to itself is not pure)
+            self._inner_flows[name] = Flow(self._inner_defs[name], self.imports, self.libraries, self.autograd,
+                                           self.helper)
+        return self._inner_flows[name]
 
     def bind(self, c: ast.Call) -> list[tuple[str | None, ast.expr]]:
         """(parameter, argument) of a call to this function; None for an argument it cannot place."""
@@ -253,7 +271,7 @@ class Flow:
                     self._to_target(item.optional_vars, self.graph_names(item.context_expr))
                 exprs.append(item.context_expr)
         elif isinstance(s, ast.Return):
-            self.edges.append((frozenset({_RET}), frozenset(self.graph_names(s.value))))
+            self._edge((frozenset({_RET}), frozenset(self.graph_names(s.value))))
             if s.value is not None:
                 exprs.append(s.value)
         elif isinstance(s, (ast.If, ast.While)):
@@ -269,7 +287,7 @@ class Flow:
 
     def _to_target(self, t: ast.expr, src: set[str]) -> None:
         if isinstance(t, ast.Name):
-            self.edges.append((frozenset({t.id} if t.id not in self.declared else {t.id, _OUT}), frozenset(src)))
+            self._edge((frozenset({t.id} if t.id not in self.declared else {t.id, _OUT}), frozenset(src)))
         elif isinstance(t, (ast.Tuple, ast.List)):
             for x in t.elts:
                 self._to_target(x, src)
@@ -278,18 +296,29 @@ class Flow:
         elif isinstance(t, (ast.Attribute, ast.Subscript)):
             # a write into an object or container: it holds the value now (its index reads nothing of the graph)
             base = _root_name(t)
-            self.edges.append((frozenset({base} if base in self.owned else {_OUT}), frozenset(src)))
+            self._edge((frozenset({base} if base in self.owned else {_OUT}), frozenset(src)))
 
     def _calls(self, e: ast.AST) -> None:
         for n in _walk_expr(e):
             if isinstance(n, (ast.Yield, ast.YieldFrom)):
-                self.edges.append((frozenset({_OUT}), frozenset(self.graph_names(n.value))))
+                self._edge((frozenset({_OUT}), frozenset(self.graph_names(n.value))))
             elif isinstance(n, ast.NamedExpr):
                 self._to_target(n.target, self.graph_names(n.value))
             elif isinstance(n, ast.Call):
                 self._call(n)
 
+    def _edge(self, e: tuple[frozenset[str], frozenset[str]]) -> None:
+        self.edges.append(e)
+        self.origins.append(self._origin)
+
     def _call(self, c: ast.Call) -> None:
+        outer, self._origin = self._origin, c
+        try:
+            self._call_edges(c)
+        finally:
+            self._origin = outer
+
+    def _call_edges(self, c: ast.Call) -> None:
         f = c.func
         args: set[str] = set()
         for a in c.args:
@@ -305,14 +334,14 @@ class Flow:
         if "backward" in name.lower() or "autograd" in chain or (isinstance(f, ast.Name) and f.id in self.autograd):
             # `loss.backward()`, `torch.autograd.grad(loss, x)` (any autograd function counts), `scaler.scale(loss)
             # .backward()`, `accelerator.backward(loss)`, Lightning's `self.manual_backward(loss)`
-            self.edges.append((frozenset({_ROOT}), frozenset(args | self.graph_names(recv))))
+            self._edge((frozenset({_ROOT}), frozenset(args | self.graph_names(recv))))
             return
         if isinstance(f, ast.Name):
             if f.id in _PURE_BUILTINS or f.id in self.libraries or self.local(f.id):
                 return  # the result flows on (a local callable: what it keeps, it keeps in itself)
             if self._pure_helper(f) is not None:
                 return  # a function of the module that only returns what it computes from its arguments
-            self.edges.append((frozenset({_OUT}), frozenset(args)))
+            self._edge((frozenset({_OUT}), frozenset(args)))
             return
         root = _root_name(f)
         if root is not None and root in self.libraries:
@@ -320,7 +349,7 @@ class Flow:
         base = _root_name(recv) if recv is not None else None
         if base is not None and base in self.owned:
             # a method of an object or tensor made here: it may keep its arguments (`preds.append(p)`, `buf.copy_(p)`)
-            self.edges.append((frozenset({base}), frozenset(args)))
+            self._edge((frozenset({base}), frozenset(args)))
             return
         if recv is not None and _root_name(recv) is None:
             # a method of a computed value (`torch.sigmoid(x).clamp_()`, `(a + b).sum()`): the result flows on,
@@ -328,7 +357,7 @@ class Flow:
             inner = self.graph_names(recv)
             if all(self.local(x) or x in self.libraries for x in inner):
                 return
-        self.edges.append((frozenset({_OUT}), frozenset(args)))
+        self._edge((frozenset({_OUT}), frozenset(args)))
 
     # ------------------------------------------------------------------ the question
     def seeds(self, rec: SaveRecord) -> set[str] | None:
@@ -350,7 +379,9 @@ class Flow:
         # (a compound statement holds the op in its header, a condition or an iterable: its edges are the header's)
         out: set[str] = set()
         for i in self.by_stmt.get(id(best), ()):
-            out |= self.edges[i][0]
+            origin = self.origins[i]
+            if origin is None or _contains(origin, site):  # (a call elsewhere in the statement does not see it)
+                out |= self.edges[i][0]
         return out
 
     def pure(self) -> bool:
@@ -518,6 +549,23 @@ class BackwardReach:
                 return False
             seeds |= got
         return not flow.reaches(seeds)
+
+
+def _free_names(d: ast.AST) -> set[str]:
+    """The names a nested function, lambda or class reads from around it: those it reads but never binds itself
+    (its parameters, its assignments, the functions and classes it defines)."""
+    loads: set[str] = set()
+    bound: set[str] = set()
+    for n in ast.walk(d):
+        if isinstance(n, ast.Name):
+            (loads if isinstance(n.ctx, ast.Load) else bound).add(n.id)
+        elif isinstance(n, ast.arg):
+            bound.add(n.arg)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n is not d:
+            bound.add(n.name)
+        elif isinstance(n, (ast.Global, ast.Nonlocal)):
+            loads.update(n.names)
+    return loads - bound
 
 
 def _same(a: Site, b: Site) -> bool:
