@@ -37,8 +37,8 @@ _CUT_METHODS = frozenset({
     "item", "tolist", "numpy", "detach", "argmax", "argmin", "argsort", "long", "int", "bool", "byte", "short",
     "size", "dim", "numel", "nonzero", "eq", "ne", "gt", "lt", "ge", "le", "isnan", "isinf", "isfinite", "all",
     "any", "equal", "allclose", "isclose", "count_nonzero", "data_ptr", "nelement", "element_size", "is_nonzero",
-    "logical_not", "logical_and", "logical_or", "logical_xor", "bincount", "unique", "multinomial", "bernoulli",
-})
+    "logical_not", "logical_and", "logical_or", "logical_xor", "bincount", "multinomial",
+})  # (not `bernoulli` nor `unique`: their results require grad, and a backward through them runs what made the input)
 # packages whose functions neither keep what they are given nor run a backward themselves (torch.autograd's are
 # told apart by name)
 _LIBRARIES = frozenset({
