@@ -128,6 +128,14 @@ LEAVES = {
             loss = F.mse_loss(out, y)
             (loss + draws.sum()).backward()
     """,
+    "added in place into a tensor handed in": """
+        def step(out, y, total):
+            loss = F.mse_loss(out, y)
+            pred = torch.sigmoid(out)
+            pred[pred > 0.5] = 1
+            total += pred
+            loss.backward()
+    """,
     "read by a lambda": """
         def step(out, y):
             pred = torch.sigmoid(out)

@@ -258,6 +258,9 @@ class Flow:
                 src = self.graph_names(s.value)
                 if isinstance(s, ast.AugAssign):
                     src |= self.graph_names(s.target)
+                    if isinstance(s.target, ast.Name) and s.target.id not in self.owned:
+                        # `x += v` on a tensor handed in (or not known to be made here) writes into the caller's
+                        self._edge((frozenset({_OUT}), frozenset(src)))
                 for t in targets:
                     self._to_target(t, src)
                 exprs.append(s.value)
