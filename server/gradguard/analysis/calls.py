@@ -482,6 +482,10 @@ class Calls(AnalyzerCore):
                 return self.apply(info, [Const("pattern"), *operands], {}, n, st, fr, display="einsum")
         if qual in L.VIEW_OF_FIRST:
             info = self.kb.get("torch.reshape")
+            pattern = pos[1] if len(pos) > 1 else kw.get("pattern")
+            if pos and isinstance(pattern, Const) and isinstance(pattern.value, str) and \
+                    rearrange_copies(pattern.value):
+                return self.new_tensor([pos[0]], st, raw.rsplit(".", 1)[-1])
             if info is not None and pos:
                 return self.apply(info, [pos[0], UNKNOWN_NUM], {}, n, st, fr, display=raw.rsplit(".", 1)[-1])
         if qual in L.SPLIT_VIEWS:
@@ -514,6 +518,10 @@ class Calls(AnalyzerCore):
         if kind is not None:
             o = Obj("library", qual)
             o.training, o.ctor = True, self.site(n)
+            pattern = pos[0] if pos else kw.get("pattern")
+            if kind == "view" and isinstance(pattern, Const) and isinstance(pattern.value, str) and \
+                    rearrange_copies(pattern.value):
+                kind = "new"  # `Rearrange("b n (h d) -> (b h) n d")`: a copy (see rearrange_copies)
             o.cfg["kind"] = Const(kind)
             return o
         return None
@@ -1086,6 +1094,23 @@ _STRIDED_VIEWS = frozenset({"transpose", "t", "permute", "movedim", "moveaxis", 
 # views along a dimension: the parts are strided unless it is the first one
 _DIM_VIEWS = frozenset({"select", "narrow", "split", "chunk", "unbind", "tensor_split", "split_with_sizes",
                         "unsafe_split", "unsafe_chunk"})
+
+
+def rearrange_copies(pattern: str) -> bool:
+    """``einops.rearrange(x, pattern)`` returns a new tensor, not a view of ``x``: it merges axes that the
+    permutation took apart (``"b n (h d) -> (b h) n d"``: a permute, then a reshape that must copy). A pattern that
+    only splits, merges neighbours in order, or permutes is a view wherever ``x``'s strides allow."""
+    if "->" not in pattern:
+        return False
+    lhs, rhs = pattern.split("->", 1)
+    order = [a for a in re.findall(r"\.\.\.|[A-Za-z_]\w*", lhs)]
+    pos = {a: i for i, a in enumerate(order)}
+    for group in re.findall(r"\(([^()]*)\)", rhs):
+        axes = [a for a in re.findall(r"\.\.\.|[A-Za-z_]\w*", group) if a in pos]
+        idx = [pos[a] for a in axes]
+        if idx != list(range(idx[0], idx[0] + len(idx))) if idx else False:
+            return True
+    return False
 
 
 def _short(info: OpInfo) -> str:

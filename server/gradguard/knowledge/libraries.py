@@ -4,7 +4,8 @@ The probed table (saved_tensors.json) covers torch's ops and modules. These are 
 all the time whose effect the analysis must know without reading their source:
 
 - einops, whose functions are thin layers over torch shape ops: ``rearrange`` is ``reshape``/``permute`` (a view of
-  its input wherever the data allows), ``unpack`` is ``split`` (several views of one tensor), ``pack`` is ``cat``,
+  its input wherever the data allows; a copy when it merges axes its permutation moved apart, ``b n (h d) -> (b h)
+  n d``: see ``analysis.calls.rearrange_copies``), ``unpack`` is ``split`` (several views of one tensor), ``pack`` is ``cat``,
   ``einsum`` is ``torch.einsum`` with the pattern last, ``repeat``/``reduce`` make new tensors;
 - torch utilities that hand back the module they were given (``weight_norm``, ``spectral_norm``,
   ``torch.compile``, ``torch.jit.script``) or wrap it (``DataParallel``, ``DistributedDataParallel``: calling the
