@@ -136,6 +136,14 @@ LEAVES = {
             total += pred
             loss.backward()
     """,
+    "given to a method of an object handed in": """
+        def step(out, y, history):
+            loss = F.mse_loss(out, y)
+            pred = torch.sigmoid(out)
+            pred[pred > 0.5] = 1
+            history.log(pred)
+            loss.backward()
+    """,
     "read by a lambda": """
         def step(out, y):
             pred = torch.sigmoid(out)
@@ -154,6 +162,21 @@ def test_write_is_reported_when_the_saved_result_may_reach_a_backward(name: str)
 
 
 UNREACHED = {
+    "a helper calling tensor methods of its arguments": """
+        def clamp01(x, lo=0.0, hi=1.0):
+            return x.clamp(lo, hi)
+
+        def overlap(a, b):
+            return clamp01(a - b).prod(-1)
+
+        def step(out, y, boxes):
+            loss = F.mse_loss(out, y)
+            pred = torch.sigmoid(out)
+            pred[pred > 0.5] = 1
+            keep = overlap(pred, boxes) > 0.3
+            loss.backward()
+            return keep
+    """,
     "a metric function of the module": """
         def accuracy(p, target):
             hits = (p > 0.5) == target

@@ -31,6 +31,7 @@ from gradguard.analysis.values import (
     YES,
     ClassInfo,
     Const,
+    Func,
     FuncInfo,
     Obj,
     Params,
@@ -397,8 +398,17 @@ class AnalyzerCore:
         if site.path:
             return False
         if self._reach is None:
-            self._reach = BackwardReach(self.tree)
+            self._reach = BackwardReach(self.tree, self._reach_resolve,
+                                        lambda name: self.kb.get("Tensor." + name) is not None)
         return self._reach.unreached(site, recs)
+
+    def _reach_resolve(self, name: str) -> tuple[ast.AST, ast.Module, str] | None:
+        """A function this file imports from another module, with that module's tree (for .reach)."""
+        v = self.module_get(self.root, name)
+        if not isinstance(v, Func) or v.info.mod is None or v.info.mod.source is None:
+            return None
+        tree = v.info.mod.source.tree
+        return (v.info.node, tree, v.info.mod.path) if tree is not None else None
 
     def save(self, val: Val, st: State, rec: SaveRecord) -> None:
         if not isinstance(val, T):

@@ -48,6 +48,9 @@ _LIBRARIES = frozenset({
     "torchvision", "PIL", "matplotlib", "cv2", "imageio", "skimage", "sklearn", "pandas", "tqdm", "wandb",
     "tensorboardX",
 })
+# tensor methods whose names loggers, meters and containers use too (`history.log(p)`, `meter.add(p)`): on an
+# object handed in, such a call may keep its argument
+_VERBS = frozenset({"log", "add", "put", "index", "sub", "mul", "div", "record_stream", "share_memory"})
 # ops returning (values, indices): the indices carry no graph
 _VALUES_INDICES = frozenset({"max", "min", "sort", "topk", "kthvalue", "mode", "median", "nanmedian", "cummax",
                              "cummin", "aminmax"})
@@ -76,9 +79,11 @@ class Flow:
     """The flow of one function's (or the module's) body: edges ``targets <- sources`` between local names."""
 
     def __init__(self, node: ast.AST, imports: frozenset[str], libraries: frozenset[str], autograd: frozenset[str],
-                 helper: Callable[[str], Flow | None] = lambda name: None):
+                 helper: Callable[[str], Flow | None] = lambda name: None,
+                 tensor_method: Callable[[str], bool] = lambda name: False):
         self.node = node
-        self.helper = helper  # a function of the module by name, when the name means it
+        self.tensor_method = tensor_method  # a method name of torch.Tensor's (`clamp`, `new_tensor`)
+        self.helper = helper  # a function of the module, or one it imports from the project, by name
         self.module = isinstance(node, ast.Module)
         self.imports = imports
         self.libraries = libraries  # the imported names that stand for torch, numpy, math...
@@ -163,7 +168,7 @@ class Flow:
                 self._graph_names(c, out)
 
     def _pure_helper(self, f: ast.expr) -> Flow | None:
-        if not isinstance(f, ast.Name) or f.id in self.assigned or f.id in self.params or f.id in self.imports:
+        if not isinstance(f, ast.Name) or f.id in self.assigned or f.id in self.params or f.id in self.libraries:
             return None
         g = self._inner(f.id) if f.id in self._inner_defs else self.helper(f.id)
         return g if g is not None and g.pure() else None
@@ -173,7 +178,7 @@ class Flow:
         if name not in self._inner_flows:
             self._inner_flows[name] = None  # (while it is built: a call to itself is not pure)
             self._inner_flows[name] = Flow(self._inner_defs[name], self.imports, self.libraries, self.autograd,
-                                           self.helper)
+                                           self.helper, self.tensor_method)
         return self._inner_flows[name]
 
     def bind(self, c: ast.Call) -> list[tuple[str | None, ast.expr]]:
@@ -354,6 +359,9 @@ class Flow:
             # a method of an object or tensor made here: it may keep its arguments (`preds.append(p)`, `buf.copy_(p)`)
             self._edge((frozenset({base}), frozenset(args)))
             return
+        if recv is not None and base not in ("self", "cls") and not name.endswith("_") and name not in _VERBS and \
+                self.tensor_method(name):
+            return  # `x.clamp(lo, hi)`, `boxes.new_tensor(v)`: an out-of-place tensor method keeps none of its arguments
         if recv is not None and _root_name(recv) is None:
             # a method of a computed value (`torch.sigmoid(x).clamp_()`, `(a + b).sum()`): the result flows on,
             # unless the value is one the function got from outside
@@ -381,10 +389,24 @@ class Flow:
             return {n.id for n in ast.walk(first) if isinstance(n, ast.Name)}
         # (a compound statement holds the op in its header, a condition or an iterable: its edges are the header's)
         out: set[str] = set()
+        for c in _walk_all(best) if not isinstance(best, ast.Expr) else ast.walk(best.value):
+            if isinstance(c, ast.Call) and _same(Site.of(c), site) and _writes_in_place(c):
+                # `gate.sigmoid_()`, `torch.relu_(h)`: the op's result is the tensor it wrote, under its own name
+                target = c.func.value if isinstance(c.func, ast.Attribute) and _call_name(c).endswith("_") \
+                    else (c.args[0] if c.args else None)
+                name = _root_name(target) if target is not None else None
+                out |= {name} if name is not None and self.local(name) else {_OUT}
+            if isinstance(c, ast.Call) and _same(Site.of(c), site):
+                for k in c.keywords:
+                    if k.arg == "out":  # `torch.mul(a, b, out=c)`: the result is `c`
+                        name = _root_name(k.value)
+                        out |= {name} if name is not None and self.local(name) else {_OUT}
         for i in self.by_stmt.get(id(best), ()):
-            origin = self.origins[i]
-            if origin is None or _contains(origin, site):  # (a call elsewhere in the statement does not see it)
-                out |= self.edges[i][0]
+            origin, targets = self.origins[i], self.edges[i][0]
+            if origin is None or _in_arguments(origin, site) or (_ROOT in targets and _contains(origin, site)):
+                # (a call elsewhere in the statement does not see the result, nor does a method of it: what a call
+                # does with its arguments is the edge; a backward's root is its receiver too)
+                out |= targets
         return out
 
     def pure(self) -> bool:
@@ -471,8 +493,14 @@ def _contains(s: ast.AST, site: Site) -> bool:
 class BackwardReach:
     """Per checked file: does a backward of the function holding a write reach the ops that saved what it wrote?"""
 
-    def __init__(self, tree: ast.Module):
+    def __init__(self, tree: ast.Module, resolve: Callable[[str], tuple[ast.AST, ast.Module, str] | None] | None = None,
+                 tensor_method: Callable[[str], bool] = lambda name: False):
         self.tree = tree
+        self.tensor_method = tensor_method
+        # an imported name -> (its function's node, that module's tree, its path), when it is a function of the
+        # project's (see AnalyzerCore.unreached); None: imported names stay unknown
+        self.resolve = resolve
+        self._others: dict[str, BackwardReach] = {}
         imports: set[str] = set()
         libraries: set[str] = set()
         autograd: set[str] = set()
@@ -522,11 +550,24 @@ class BackwardReach:
     def _flow(self, node: ast.AST) -> Flow:
         flow = self._flows.get(id(node))
         if flow is None:
-            flow = self._flows[id(node)] = Flow(node, self.imports, self.libraries, self.autograd, self._helper)
+            flow = self._flows[id(node)] = Flow(node, self.imports, self.libraries, self.autograd, self._helper,
+                                                self.tensor_method)
         return flow
 
     def _helper(self, name: str) -> Flow | None:
         node = self._defs.get(name)
+        if node is None and name in self.imports and self.resolve is not None:
+            # a function imported from another module of the project (mmdet's `bbox_overlaps`): its own module's
+            # flow, whose imported names stay unknown
+            got = self.resolve(name)
+            if got is None:
+                return None
+            fnode, tree, path = got
+            other = self._others.get(path)
+            if other is None:
+                other = self._others[path] = BackwardReach(tree, tensor_method=self.tensor_method)
+            return other._helper(fnode.name) if isinstance(fnode, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                other._defs.get(fnode.name) is fnode else None
         if node is None or id(node) in self._building:
             return None  # (a function that calls itself, while its flow is being built: not pure)
         self._building.add(id(node))
@@ -569,6 +610,18 @@ def _free_names(d: ast.AST) -> set[str]:
         elif isinstance(n, (ast.Global, ast.Nonlocal)):
             loads.update(n.names)
     return loads - bound
+
+
+def _writes_in_place(c: ast.Call) -> bool:
+    name = _call_name(c)
+    return (name.endswith("_") and not name.endswith("__")) or any(
+        k.arg == "inplace" and not (isinstance(k.value, ast.Constant) and k.value.value is False) for k in c.keywords)
+
+
+def _in_arguments(c: ast.AST, site: Site) -> bool:
+    if not isinstance(c, ast.Call):
+        return _contains(c, site)
+    return any(_contains(a, site) for a in (*c.args, *(k.value for k in c.keywords)))
 
 
 def _same(a: Site, b: Site) -> bool:
