@@ -6,9 +6,11 @@ leaves the function in a way the test cannot follow, the write is still reported
 
 from __future__ import annotations
 
+import ast
 import textwrap
 
 import pytest
+from gradguard.analysis.reach import _dim_given
 from gradguard.api import check_source
 
 HEAD = textwrap.dedent("""
@@ -217,3 +219,13 @@ UNREACHED = {
 def test_write_is_silent_when_no_backward_reaches_the_saving_op(name: str) -> None:
     src = HEAD + textwrap.dedent(UNREACHED[name])
     assert not [f for f in check_source(src) if f.code in ("GG101", "GG103")], name
+
+
+def test_only_a_reduction_over_a_dim_returns_indices() -> None:
+    def call(src: str) -> ast.Call:
+        node = ast.parse(src).body[0]
+        assert isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+        return node.value
+
+    assert _dim_given(call("x.max(1)")) and _dim_given(call("torch.max(x, -1)")) and _dim_given(call("x.min(dim=d)"))
+    assert not _dim_given(call("torch.max(a, b)")) and not _dim_given(call("x.max()"))

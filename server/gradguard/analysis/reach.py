@@ -53,7 +53,8 @@ _LIBRARIES = frozenset({
 _VERBS = frozenset({"log", "add", "put", "index", "sub", "mul", "div", "record_stream", "share_memory"})
 # ops returning (values, indices): the indices carry no graph
 _VALUES_INDICES = frozenset({"max", "min", "sort", "topk", "kthvalue", "mode", "median", "nanmedian", "cummax",
-                             "cummin", "aminmax"})
+                             "cummin"})
+_WITH_DIM_ONLY = frozenset({"max", "min", "median", "nanmedian"})  # (without a dim: one tensor, or an elementwise max)
 _CUT_ATTRS = frozenset({"shape", "dtype", "device", "data", "ndim", "is_cuda", "requires_grad", "grad_fn",
                         "is_leaf", "layout"})
 _CUT_BUILTINS = frozenset({"int", "float", "bool", "len", "str", "repr", "isinstance", "id", "type", "hash",
@@ -383,7 +384,8 @@ class Flow:
             return None
         if isinstance(best, ast.Assign) and len(best.targets) == 1 and isinstance(best.targets[0], ast.Tuple) \
                 and len(best.targets[0].elts) == 2 and isinstance(best.value, ast.Call) \
-                and _same(Site.of(best.value), site) and _call_name(best.value) in _VALUES_INDICES:
+                and _same(Site.of(best.value), site) and _call_name(best.value) in _VALUES_INDICES \
+                and (_call_name(best.value) not in _WITH_DIM_ONLY or _dim_given(best.value)):
             # `_, idx = torch.max(x, 1)`: only the values carry the graph; the indices (which max saved) do not
             first = best.targets[0].elts[0]
             return {n.id for n in ast.walk(first) if isinstance(n, ast.Name)}
@@ -610,6 +612,19 @@ def _free_names(d: ast.AST) -> set[str]:
         elif isinstance(n, (ast.Global, ast.Nonlocal)):
             loads.update(n.names)
     return loads - bound
+
+
+def _dim_given(c: ast.Call) -> bool:
+    """``x.max(1)``, ``torch.max(x, dim=-1)``: a reduction over a dim, which returns (values, indices); not
+    ``torch.max(a, b)``, the elementwise maximum."""
+    if any(k.arg == "dim" for k in c.keywords):
+        return True
+    for d in c.args:
+        if isinstance(d, ast.UnaryOp) and isinstance(d.op, ast.USub):
+            d = d.operand
+        if isinstance(d, ast.Constant) and isinstance(d.value, int) and not isinstance(d.value, bool):
+            return True
+    return False
 
 
 def _writes_in_place(c: ast.Call) -> bool:
