@@ -1103,13 +1103,12 @@ def rearrange_copies(pattern: str) -> bool:
     if "->" not in pattern:
         return False
     lhs, rhs = pattern.split("->", 1)
-    order = [a for a in re.findall(r"\.\.\.|[A-Za-z_]\w*", lhs)]
-    pos = {a: i for i, a in enumerate(order)}
+    axis = re.compile(r"\.\.\.|[A-Za-z_]\w*")  # (a number, `1`, is no axis of the input)
+    where = {a: i for i, a in enumerate(axis.findall(lhs))}  # elementary axes of the input, in memory order
     for group in re.findall(r"\(([^()]*)\)", rhs):
-        axes = [a for a in re.findall(r"\.\.\.|[A-Za-z_]\w*", group) if a in pos]
-        idx = [pos[a] for a in axes]
-        if idx != list(range(idx[0], idx[0] + len(idx))) if idx else False:
-            return True
+        idx = [where[a] for a in axis.findall(group) if a in where]
+        if idx and idx != list(range(idx[0], idx[0] + len(idx))):
+            return True  # merged axes that are not neighbours, in order, in the input
     return False
 
 
