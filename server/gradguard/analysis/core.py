@@ -399,7 +399,7 @@ class AnalyzerCore:
             return False
         if self._reach is None:
             self._reach = BackwardReach(self.tree, self._reach_resolve,
-                                        lambda name: self.kb.get("Tensor." + name) is not None)
+                                        self.kb.get)
         return self._reach.unreached(site, recs)
 
     def _reach_resolve(self, name: str) -> tuple[ast.AST, ast.Module, str] | None:

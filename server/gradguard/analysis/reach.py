@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from gradguard.analysis.hazards import SaveRecord, Site
 
@@ -32,13 +33,13 @@ _ROOT = "<backward>"  # pseudo-names: a backward's root, what the function retur
 _RET = "<returned>"
 _OUT = "<escapes>"
 
-# calls and attributes whose result carries no graph of what they read
-_CUT_METHODS = frozenset({
-    "item", "tolist", "numpy", "detach", "argmax", "argmin", "argsort", "long", "int", "bool", "byte", "short",
-    "size", "dim", "numel", "nonzero", "eq", "ne", "gt", "lt", "ge", "le", "isnan", "isinf", "isfinite", "all",
-    "any", "equal", "allclose", "isclose", "count_nonzero", "data_ptr", "nelement", "element_size", "is_nonzero",
-    "logical_not", "logical_and", "logical_or", "logical_xor", "bincount", "multinomial",
-})  # (not `bernoulli` nor `unique`: their results require grad, and a backward through them runs what made the input)
+# methods whose result is a Python value, a bool, or detached: no graph goes on from them (the ops the knowledge table
+# says end the graph, `argmax`, comparisons, integer casts, `multinomial`, are asked of it: see Flow.ends_graph)
+_NO_GRAPH = frozenset({
+    "item", "tolist", "numpy", "detach", "size", "dim", "numel", "nelement", "element_size", "data_ptr",
+    "is_nonzero", "all", "any", "equal", "allclose", "isclose", "nonzero", "argsort", "argmin", "byte", "short",
+    "count_nonzero", "bincount", "isinf",
+})
 # packages whose functions neither keep what they are given nor run a backward themselves (torch.autograd's are
 # told apart by name)
 _LIBRARIES = frozenset({
@@ -81,9 +82,9 @@ class Flow:
 
     def __init__(self, node: ast.AST, imports: frozenset[str], libraries: frozenset[str], autograd: frozenset[str],
                  helper: Callable[[str], Flow | None] = lambda name: None,
-                 tensor_method: Callable[[str], bool] = lambda name: False):
+                 op: Callable[[str], Any] = lambda name: None):
         self.node = node
-        self.tensor_method = tensor_method  # a method name of torch.Tensor's (`clamp`, `new_tensor`)
+        self.op = op  # the knowledge table's entry under a name (`Tensor.clamp`, `torch.argmax`), or None
         self.helper = helper  # a function of the module, or one it imports from the project, by name
         self.module = isinstance(node, ast.Module)
         self.imports = imports
@@ -148,7 +149,8 @@ class Flow:
                 self._graph_names(e.value, out)
         elif isinstance(e, ast.Call):
             name = _call_name(e)
-            if name in (_CUT_METHODS if isinstance(e.func, ast.Attribute) else _CUT_BUILTINS):
+            if (name in _NO_GRAPH or self.ends_graph(name)) if isinstance(e.func, ast.Attribute) \
+                    else name in _CUT_BUILTINS:
                 return
             g = self._pure_helper(e.func)
             if g is not None:
@@ -168,6 +170,12 @@ class Flow:
             for c in ast.iter_child_nodes(e):
                 self._graph_names(c, out)
 
+    def ends_graph(self, name: str) -> bool:
+        """``name`` is an op whose result never requires grad, or whose backward is not implemented (the table)."""
+        info = self.op("Tensor." + name) or self.op("torch." + name)
+        return info is not None and (not info.output_requires_grad or info.backward_not_implemented) and \
+            not info.mutates and not info.view_of and not info.multi_output_view
+
     def _pure_helper(self, f: ast.expr) -> Flow | None:
         if not isinstance(f, ast.Name) or f.id in self.assigned or f.id in self.params or f.id in self.libraries:
             return None
@@ -179,7 +187,7 @@ class Flow:
         if name not in self._inner_flows:
             self._inner_flows[name] = None  # (while it is built: a call to itself is not pure)
             self._inner_flows[name] = Flow(self._inner_defs[name], self.imports, self.libraries, self.autograd,
-                                           self.helper, self.tensor_method)
+                                           self.helper, self.op)
         return self._inner_flows[name]
 
     def bind(self, c: ast.Call) -> list[tuple[str | None, ast.expr]]:
@@ -361,7 +369,7 @@ class Flow:
             self._edge((frozenset({base}), frozenset(args)))
             return
         if recv is not None and base not in ("self", "cls") and not name.endswith("_") and name not in _VERBS and \
-                self.tensor_method(name):
+                self.op("Tensor." + name) is not None:
             return  # `x.clamp(lo, hi)`, `boxes.new_tensor(v)`: an out-of-place tensor method keeps none of its arguments
         if recv is not None and _root_name(recv) is None:
             # a method of a computed value (`torch.sigmoid(x).clamp_()`, `(a + b).sum()`): the result flows on,
@@ -496,9 +504,9 @@ class BackwardReach:
     """Per checked file: does a backward of the function holding a write reach the ops that saved what it wrote?"""
 
     def __init__(self, tree: ast.Module, resolve: Callable[[str], tuple[ast.AST, ast.Module, str] | None] | None = None,
-                 tensor_method: Callable[[str], bool] = lambda name: False):
+                 op: Callable[[str], Any] = lambda name: None):
         self.tree = tree
-        self.tensor_method = tensor_method
+        self.op = op
         # an imported name -> (its function's node, that module's tree, its path), when it is a function of the
         # project's (see AnalyzerCore.unreached); None: imported names stay unknown
         self.resolve = resolve
@@ -553,7 +561,7 @@ class BackwardReach:
         flow = self._flows.get(id(node))
         if flow is None:
             flow = self._flows[id(node)] = Flow(node, self.imports, self.libraries, self.autograd, self._helper,
-                                                self.tensor_method)
+                                                self.op)
         return flow
 
     def _helper(self, name: str) -> Flow | None:
@@ -567,7 +575,7 @@ class BackwardReach:
             fnode, tree, path = got
             other = self._others.get(path)
             if other is None:
-                other = self._others[path] = BackwardReach(tree, tensor_method=self.tensor_method)
+                other = self._others[path] = BackwardReach(tree, op=self.op)
             return other._helper(fnode.name) if isinstance(fnode, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
                 other._defs.get(fnode.name) is fnode else None
         if node is None or id(node) in self._building:
