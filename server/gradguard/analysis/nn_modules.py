@@ -203,6 +203,14 @@ class NNModules(Summaries):
                 return o
             if name in ("step", "backward", "load_state_dict", "state_dict"):
                 return UNKNOWN  # an optimizer we cannot see into: which parameters it updates is unknown
+            info = self.kb.get(f"Tensor.{name}")
+            if info is not None and not info.output_requires_grad and not info.mutates and not name.endswith("_"):
+                # `boxes.new_zeros(...)`, `labels.eq(c)`, `x.argmax(1)`: a tensor method whose result never requires
+                # grad. If the object is a tensor, it builds no graph; if it is anything else, nothing says what
+                # it returns. Either way it is not the output of a model holding its parameters.
+                stand_in = T(frozenset({Storage(o.qual or name)}), rg=NO, maybe_tensor=True, origin=o.qual or name)
+                recv_node = n.func.value if isinstance(n.func, ast.Attribute) else None
+                return self.apply(info, [stand_in, *pos], kw, n, st, fr, display=name, receiver_node=recv_node)
             return self.call_obj(self.opaque_child(o, name), pos, kw, n, st, fr, in_seq=None)
         if o.kind == "optimizer":
             if name == "step" and not st.allow_mutation:  # allow_mutation_on_saved_tensors keeps copies
