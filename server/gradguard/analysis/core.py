@@ -66,7 +66,8 @@ class AnalyzerCore:
         self.quiet = 0  # > 0 while other modules' top-level names are evaluated: no hazards, no inlining
         self.foreign_used = 0  # statements run in other modules' code (see Functions.affordable)
         self.foreign_limit = FOREIGN_MODULE_LEVEL
-        self.attr_logs: list[tuple[int, list[tuple[Obj, str, Val | None]]]] = []  # see set_attr, Statements.s_If
+        # (see set_attr, Statements.s_If) per open branch: (o, "attrs" or "params", name, the value before)
+        self.attr_logs: list[tuple[int, list[tuple[Obj, str, str, Val | None]]]] = []
         self.opaque_objs: dict[frozenset[Storage], Obj] = {}  # unknown values used as objects (see opaque_for)
         self.loop_product = 1  # product of the passes of the loops running now (see Statements._loop)
         self.carry_use: dict[Site, tuple[Site, str]] = {}  # carried value (its assignment) -> first op using it
@@ -252,8 +253,16 @@ class AnalyzerCore:
         the two are joined afterwards (objects live outside the flow-sensitive state)."""
         self.touched(o)
         if self.attr_logs and o.oid <= self.attr_logs[-1][0]:  # objects made inside the branch are its own
-            self.attr_logs[-1][1].append((o, name, o.attrs.get(name)))
+            self.attr_logs[-1][1].append((o, "attrs", name, o.attrs.get(name)))
         o.attrs[name] = v
+
+    def set_param(self, o: Obj, name: str, v: T) -> None:
+        """A module's parameter changes its flags (``m.weight.requires_grad = False``, ``m.requires_grad_(False)``):
+        remembered while a branch runs, as :meth:`set_attr` does."""
+        self.touched(o)
+        if self.attr_logs and o.oid <= self.attr_logs[-1][0]:
+            self.attr_logs[-1][1].append((o, "params", name, o.params.get(name)))
+        o.params[name] = v
 
     def passed_at(self, h: Hazard) -> tuple[Site, str] | None:
         """A write inside a called function into a tensor that an op of a caller saved: the call that passed the

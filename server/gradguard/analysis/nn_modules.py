@@ -185,7 +185,7 @@ class NNModules(Summaries):
                 x.cfg["frozen"] = Const(frozen)
                 for k, t in list(x.params.items()):
                     if isinstance(t, T):
-                        x.params[k] = t.with_(rg=NO if frozen else YES)
+                        self.set_param(x, k, t.with_(rg=NO if frozen else YES))
 
     def obj_method(self, o: Obj, name: str, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State,
                    fr: Frame) -> Val:

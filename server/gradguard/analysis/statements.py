@@ -194,7 +194,7 @@ class Statements(AnalyzerCore):
                     if isinstance(owner, Obj):
                         self.touched(owner)
                         if t.value.attr in owner.params:
-                            owner.params[t.value.attr] = new
+                            self.set_param(owner, t.value.attr, new)
                         else:
                             self.set_attr(owner, t.value.attr, new)
         elif isinstance(t, ast.Attribute):
@@ -370,19 +370,19 @@ class Statements(AnalyzerCore):
             log_a = self.attr_logs.pop()[1]
         if not recording_allows(test, False):
             st.no_grad = st.silent = True
-        after_a = [(o, name, o.attrs.get(name)) for o, name, _old in log_a]
-        for o, name, old in reversed(log_a):  # the else branch starts from the objects as they were
+        after_a = [(o, table, name, getattr(o, table).get(name)) for o, table, name, _old in log_a]
+        for o, table, name, old in reversed(log_a):  # the else branch starts from the objects as they were
             if old is None:
-                o.attrs.pop(name, None)
+                getattr(o, table).pop(name, None)
             else:
-                o.attrs[name] = old
+                getattr(o, table)[name] = old
         b = self.exec_block(s.orelse, st, fr) if s.orelse else st
-        seen: set[tuple[int, str]] = set()
-        for o, name, va in after_a:
-            if (id(o), name) in seen:
+        seen: set[tuple[int, str, str]] = set()
+        for o, table, name, va in after_a:
+            if (id(o), table, name) in seen:
                 continue
-            seen.add((id(o), name))
-            vb = o.attrs.get(name)
+            seen.add((id(o), table, name))
+            vb = getattr(o, table).get(name)
             if a is None:
                 continue  # the if branch returned or raised: the else branch's value stands
             if b is None:
@@ -390,7 +390,9 @@ class Statements(AnalyzerCore):
             else:
                 merged = va if vb is None else vb if va is None else join(va, vb)
             if merged is None:
-                o.attrs.pop(name, None)
+                getattr(o, table).pop(name, None)
+            elif table == "params" and isinstance(merged, T):
+                self.set_param(o, name, merged)
             else:
                 self.set_attr(o, name, merged)
         out = join_states(a, b, own=True)
