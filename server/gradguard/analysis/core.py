@@ -66,7 +66,7 @@ class AnalyzerCore:
         self.quiet = 0  # > 0 while other modules' top-level names are evaluated: no hazards, no inlining
         self.foreign_used = 0  # statements run in other modules' code (see Functions.affordable)
         self.foreign_limit = FOREIGN_MODULE_LEVEL
-        # (see set_attr, Statements.s_If) per open branch: (o, "attrs" or "params", name, the value before)
+        # (see set_attr, Statements.s_If) per open branch: (o, "attrs", "params" or "entries", name, the value before)
         self.attr_logs: list[tuple[int, list[tuple[Obj, str, str, Val | None]]]] = []
         self.opaque_objs: dict[frozenset[Storage], Obj] = {}  # unknown values used as objects (see opaque_for)
         self.loop_product = 1  # product of the passes of the loops running now (see Statements._loop)
@@ -255,6 +255,14 @@ class AnalyzerCore:
         if self.attr_logs and o.oid <= self.attr_logs[-1][0]:  # objects made inside the branch are its own
             self.attr_logs[-1][1].append((o, "attrs", name, o.attrs.get(name)))
         o.attrs[name] = v
+
+    def set_entries(self, o: Obj, v: Val) -> None:
+        """A container module's entries change (``seq.add_module(...)``, ``layers.append(...)``): remembered while a
+        branch runs, as :meth:`set_attr` does (``if leaky: add LeakyReLU else: add ReLU`` adds one of them)."""
+        self.touched(o)
+        if self.attr_logs and o.oid <= self.attr_logs[-1][0]:
+            self.attr_logs[-1][1].append((o, "entries", "", o.entries))
+        o.entries = v
 
     def set_param(self, o: Obj, name: str, v: T) -> None:
         """A module's parameter changes its flags (``m.weight.requires_grad = False``, ``m.requires_grad_(False)``):

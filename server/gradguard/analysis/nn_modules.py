@@ -271,21 +271,26 @@ class NNModules(Summaries):
             # a name built at run time (`"block{}".format(i)`) is still a child, run in the order it was added; it is
             # kept under a key no attribute read can spell
             key = str(pos[0].value) if isinstance(pos[0], Const) and pos[0].known else f"<{name} at line {n.lineno}>"
+            before = o.attrs.get(key)
             self.set_attr(o, key, pos[1])
             if o.kind == "sequential":
                 ents = o.entries
                 if isinstance(ents, Seq) and ents.items is not None:
-                    o.entries = Seq.of((*ents.items, pos[1]))
+                    at = next((i for i, e in enumerate(ents.items) if e is before), None) if before is not None else None
+                    if at is not None:  # a name already registered: torch replaces that child where it stands
+                        self.set_entries(o, Seq.of((*ents.items[:at], pos[1], *ents.items[at + 1:])))
+                    else:
+                        self.set_entries(o, Seq.of((*ents.items, pos[1])))
             return NONE
         if o.kind in ("sequential", "modulelist") and name in ("append", "extend", "insert") and pos:
             ents = o.entries
             if name == "append" and isinstance(ents, Seq) and ents.items is not None:
-                o.entries = Seq.of((*ents.items, pos[0]))
+                self.set_entries(o, Seq.of((*ents.items, pos[0])))
             elif name == "extend" and isinstance(ents, Seq) and ents.items is not None and isinstance(pos[0], Seq) \
                     and pos[0].items is not None:
-                o.entries = Seq.of((*ents.items, *pos[0].items))
+                self.set_entries(o, Seq.of((*ents.items, *pos[0].items)))
             else:
-                o.entries = Seq(None, join(seq_elem(ents), self.elem(pos[-1], n)))
+                self.set_entries(o, Seq(None, join(seq_elem(ents), self.elem(pos[-1], n))))
             return NONE
         if o.kind == "local" and o.info is not None:
             fi = o.info.find_method(name)

@@ -370,19 +370,16 @@ class Statements(AnalyzerCore):
             log_a = self.attr_logs.pop()[1]
         if not recording_allows(test, False):
             st.no_grad = st.silent = True
-        after_a = [(o, table, name, getattr(o, table).get(name)) for o, table, name, _old in log_a]
+        after_a = [(o, table, name, _logged(o, table, name)) for o, table, name, _old in log_a]
         for o, table, name, old in reversed(log_a):  # the else branch starts from the objects as they were
-            if old is None:
-                getattr(o, table).pop(name, None)
-            else:
-                getattr(o, table)[name] = old
+            _restore(o, table, name, old)
         b = self.exec_block(s.orelse, st, fr) if s.orelse else st
         seen: set[tuple[int, str, str]] = set()
         for o, table, name, va in after_a:
             if (id(o), table, name) in seen:
                 continue
             seen.add((id(o), table, name))
-            vb = getattr(o, table).get(name)
+            vb = _logged(o, table, name)
             if a is None:
                 continue  # the if branch returned or raised: the else branch's value stands
             if b is None:
@@ -390,9 +387,11 @@ class Statements(AnalyzerCore):
             else:
                 merged = va if vb is None else vb if va is None else join(va, vb)
             if merged is None:
-                getattr(o, table).pop(name, None)
+                _restore(o, table, name, None)
             elif table == "params" and isinstance(merged, T):
                 self.set_param(o, name, merged)
+            elif table == "entries":
+                self.set_entries(o, merged)
             else:
                 self.set_attr(o, name, merged)
         out = join_states(a, b, own=True)
@@ -676,3 +675,21 @@ def _applies_no_grad(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         got = names and nested
         node._gg_applies_no_grad = got  # type: ignore[union-attr]  # cached on the tree, which it describes
     return got
+
+
+def _logged(o: Obj, table: str, name: str) -> Val | None:
+    """What an object holds now under one entry of a branch's log (see AnalyzerCore.set_attr)."""
+    if table == "entries":
+        return o.entries
+    got: Val | None = getattr(o, table).get(name)
+    return got
+
+
+def _restore(o: Obj, table: str, name: str, old: Val | None) -> None:
+    if table == "entries":
+        if old is not None:
+            o.entries = old
+    elif old is None:
+        getattr(o, table).pop(name, None)
+    else:
+        getattr(o, table)[name] = old
