@@ -715,6 +715,9 @@ class Calls(AnalyzerCore):
             if var is not None:
                 info = var
                 bound = self.bind(info, pos, kw)
+        if _all_ones(bound.get("output_size", module.cfg.get("output_size") if module is not None else None)):
+            # adaptive_avg_pool2d(x, 1), AdaptiveAvgPool2d((1, 1)): a global average, computed as a mean
+            info = kb.get(f"{info.name}[output_size=1]") or info
         # inplace=True on a functional: switch to its in-place variant
         if info.inplace_kwarg and module is None and is_true(bound.get(info.inplace_kwarg)):
             var = kb.get(f"{info.name}[{info.inplace_kwarg}=True]")
@@ -1146,6 +1149,13 @@ def _copies(info: OpInfo, bound: dict[str, Val], pos: list[Val], base: Val) -> b
             shape = list(shape[0].items)
         return len(shape) == 1 and _is_num(shape[0], -1)
     return False
+
+
+def _all_ones(v: Val | None) -> bool:
+    """An output size of 1 in every dimension: `1`, `(1, 1)`, `[1, 1, 1]` (None keeps that dimension's size)."""
+    if isinstance(v, Seq):
+        return v.items is not None and len(v.items) > 0 and all(_is_num(x, 1) for x in v.items)
+    return v is not None and _is_num(v, 1)
 
 
 def _is_num(v: Val, n: int) -> bool:
