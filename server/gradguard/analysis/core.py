@@ -73,6 +73,7 @@ class AnalyzerCore:
         self.carry_use: dict[Site, tuple[Site, str]] = {}  # carried value (its assignment) -> first op using it
         self.defaults_cache: dict[int, dict[str, Val]] = {}  # id(FuncInfo) -> its defaults (FuncInfos live on)
         self.entry: tuple[Site, Site] | None = None  # the checked file's call (site, statement) into another module
+        self.entry_args: tuple[tuple[Val, Site], ...] = ()  # that call's arguments: (value, where it is written)
         self.recording: list[list[Any]] = []  # [marker, pure, cut] of the calls being summarised, outermost first
         self.call_chain: list[tuple[FuncInfo, Site, str]] = []  # calls being followed (callee, call, what it calls)
         self.call_stmts: list[Site] = []  # the statements of calls between this file's functions being followed

@@ -13,6 +13,7 @@ from gradguard.analysis.common import (
     Frame,
     storages_of,
 )
+from gradguard.analysis.hazards import Site
 from gradguard.analysis.state import Heap, State
 from gradguard.analysis.summaries import Summaries, Summary
 from gradguard.analysis.values import (
@@ -69,11 +70,13 @@ class Functions(Summaries):
                 n: ast.AST | None, place: Any) -> Val:
         if self.entry is None and self.mod.is_root and fi.mod is not None and not fi.mod.is_root and n is not None:
             self.entry = (self.site(n), self.stmt_site())
+            self.entry_args = _arg_sites(self, n, pos, kw)
             try:
                 return self.summarised(key, pos, kw, st, lambda: self.inline(fi, pos, kw, st, fr),  # type: ignore[no-any-return]
                                        place, fr.depth)
             finally:
                 self.entry = None
+                self.entry_args = ()
         return self.summarised(key, pos, kw, st, lambda: self.inline(fi, pos, kw, st, fr),  # type: ignore[no-any-return]
                                place, fr.depth)
 
@@ -217,3 +220,14 @@ def _mentions_tensor(annotation: ast.expr) -> bool:
     return any((isinstance(x, ast.Name) and x.id == "Tensor") or (isinstance(x, ast.Attribute) and x.attr == "Tensor")
                or (isinstance(x, ast.Constant) and isinstance(x.value, str) and "Tensor" in x.value)
                for x in ast.walk(annotation))
+
+
+def _arg_sites(an: Any, n: ast.AST, pos: list[Val], kw: dict[str, Val]) -> tuple[tuple[Val, Site], ...]:
+    """The values a call passes and where each is written (``update_params(opt, loss_a + loss_b)``; a call on a
+    method passes its receiver first, which is not written among the arguments)."""
+    if not isinstance(n, ast.Call) or any(isinstance(a, ast.Starred) for a in n.args):
+        return ()
+    vals = pos[len(pos) - len(n.args):] if len(pos) >= len(n.args) else []
+    out = [(v, an.site(a)) for v, a in zip(vals, n.args)]
+    out += [(kw[k.arg], an.site(k.value)) for k in n.keywords if k.arg is not None and k.arg in kw]
+    return tuple(out)

@@ -45,9 +45,13 @@ class Training(AnalyzerCore):
             bw_inner: tuple[tuple[Any, str], ...] = ()
             if self.entry is not None and bw_stmt.path:
                 # the backward runs inside another module's helper this file calls: reported at that call, and
-                # pointing at the backward itself
+                # pointing at the backward itself and at the argument it backpropagates
                 bw_inner = ((bw_stmt, "the backward runs here"),)
                 bw_stmt = self.entry[1]
+                arg = next((site for v, site in self.entry_args
+                            if isinstance(v, T) and not v.maybe_tensor and v.storages & y.storages), None)
+                if arg is not None and arg != bw_stmt:
+                    bw_inner = ((arg, "the helper backpropagates this value"), *bw_inner)
             if carry is not None and (carry[3] in self.active_loops or (carry[3] == "attribute" and self.active_loops)):
                 csite, cname, vsite, _loop = carry
                 # The in-place op is the step; the fix (.detach()) goes where the state is carried.
