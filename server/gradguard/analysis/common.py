@@ -82,7 +82,7 @@ class Loop:
 
 
 class Frame:
-    __slots__ = ("cls", "depth", "func", "loops", "returns", "self_obj")
+    __slots__ = ("assumed", "cls", "depth", "func", "loops", "returns", "self_obj")
 
     def __init__(self, func: FuncInfo | None, depth: int, self_obj: Val | None = None):
         self.func = func
@@ -91,6 +91,7 @@ class Frame:
         self.loops: list[Loop] = []
         self.returns: list[tuple[Val, State]] = []
         self.self_obj = self_obj
+        self.assumed: dict[tuple[str, str], bool] = {}  # see flags.correlated_flag: a flag's value on this path
 
 
 def is_true(v: Val | None) -> bool:

@@ -611,6 +611,9 @@ class AnalyzerCore:
     def exec_block(self, stmts: Iterable[ast.stmt], st: State | None, fr: Frame, module: bool = False) -> State | None:
         raise NotImplementedError
 
+    def exec_body(self, node: ast.FunctionDef | ast.AsyncFunctionDef, st: State, fr: Frame) -> State | None:
+        raise NotImplementedError
+
     def class_of(self, o: Obj) -> Val:
         raise NotImplementedError
 

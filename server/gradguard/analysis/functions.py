@@ -145,7 +145,7 @@ class Functions(Summaries):
         try:
             if isinstance(node, ast.Lambda):
                 return self.ev(node.body, callee, cfr)
-            end = self.exec_block(node.body, callee, cfr)
+            end = self.exec_body(node, callee, cfr)
         except Budget:
             raise
         finally:

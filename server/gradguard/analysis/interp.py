@@ -603,7 +603,7 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
             fr = Frame(fi, STANDALONE_DEPTH, me)
             self.active.append(fi)
             try:
-                self.exec_block(node.body, st, fr)
+                self.exec_body(node, st, fr)
                 if tensor_params and node.name == "forward":
                     self._fed_back(fi, env, fr, no_grad)
             finally:
@@ -653,7 +653,7 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
                 self.fed_back = (self.site(ret), f"the state `{param}` that this returns is passed back into the next "
                                                  f"call, where it is modified after this call's ops saved it")
                 try:
-                    self.exec_block(node.body, State(env2, rs.heap, no_grad=no_grad,
+                    self.exec_body(node, State(env2, rs.heap, no_grad=no_grad,
                                                      allow_mutation=self.am_only(fi)), fr2)
                 finally:
                     self.fed_back = None

@@ -28,6 +28,7 @@ from gradguard.analysis.common import (
     reads_attr,
 )
 from gradguard.analysis.core import AnalyzerCore
+from gradguard.analysis.flags import FlagKey, cached_flag_test, correlated_flag
 from gradguard.analysis.hazards import SaveRecord, Site
 from gradguard.analysis.state import State, join_states
 from gradguard.analysis.values import (
@@ -352,28 +353,48 @@ class Statements(AnalyzerCore):
             self.classes.append(ci)
         return st
 
+    def exec_body(self, node: ast.FunctionDef | ast.AsyncFunctionDef, st: State, fr: Frame) -> State | None:
+        """A function's body; once per value of a flag it tests twice (see :mod:`.flags`)."""
+        split = correlated_flag(node)
+        if split is None or split._gg_split in fr.assumed:  # type: ignore[attr-defined]
+            return self.exec_block(node.body, st, fr)
+        return self.s_If(split, st, fr)
+
     def s_If(self, s: ast.If, st: State, fr: Frame) -> State | None:
+        flag = cached_flag_test(s)
+        if flag is not None and flag[0] in fr.assumed:
+            # the flag this path assumed (the function's body runs once per value of it)
+            return self.exec_block(s.body if fr.assumed[flag[0]] == flag[1] else s.orelse, st, fr)
         test = self.ev(s.test, st, fr)
         if is_true(test) or self.is_callable_object(test):  # `if act_layer:` on a class: true
             return self.exec_block(s.body, st, fr)
         if is_false(test) or (isinstance(test, Const) and test.known and test.value is None):
             return self.exec_block(s.orelse, st, fr)
+        split: FlagKey | None = getattr(s, "_gg_split", None)
         no_grad, silent = st.no_grad, st.silent
         body_st = st.branch()
         if not recording_allows(test, True):
             # `if not x.requires_grad:`: this branch only runs without autograd, and nothing there breaks it
             body_st.no_grad = body_st.silent = True
         self.attr_logs.append((next_id(), []))
+        if split is not None:
+            fr.assumed[split] = True
         try:
             a = self.exec_block(s.body, body_st, fr)
         finally:
             log_a = self.attr_logs.pop()[1]
+            if split is not None:
+                fr.assumed[split] = False
         if not recording_allows(test, False):
             st.no_grad = st.silent = True
         after_a = [(o, table, name, _logged(o, table, name)) for o, table, name, _old in log_a]
         for o, table, name, old in reversed(log_a):  # the else branch starts from the objects as they were
             _restore(o, table, name, old)
-        b = self.exec_block(s.orelse, st, fr) if s.orelse else st
+        try:
+            b = self.exec_block(s.orelse, st, fr) if s.orelse else st
+        finally:
+            if split is not None:
+                del fr.assumed[split]
         seen: set[tuple[int, str, str]] = set()
         for o, table, name, va in after_a:
             if (id(o), table, name) in seen:
