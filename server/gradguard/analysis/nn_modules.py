@@ -15,6 +15,7 @@ from gradguard.analysis.common import (
     is_false,
     is_true,
 )
+from gradguard.analysis.functions import widen_default
 from gradguard.analysis.hazards import Hazard, SaveRecord, Site
 from gradguard.analysis.state import Heap, State
 from gradguard.analysis.summaries import Summaries, Summary, fkey_class
@@ -631,8 +632,16 @@ class NNModules(Summaries):
         o = Obj("local", ci.name, ci)
         o.training = True
         o.ctor = self.site(n)
+        fields = ci.record_fields() if init is None else None
         if init is not None:
             self.call_func(init, [o, *pos], kw, st, fr, n)
+        elif fields is not None:
+            # a dataclass or NamedTuple: fields in order, by keyword, else their defaults
+            for i, (name, default) in enumerate(fields):
+                v = pos[i] if i < len(pos) else kw.get(name, default if default is not None else UNKNOWN)
+                if "**" in kw and i >= len(pos) and name not in kw:
+                    v = UNKNOWN if default is None else widen_default(default)
+                self.set_attr(o, name, v)
         elif "torch.nn.Sequential" in ci.torch_bases():
             o.entries = self._entries(pos)
         else:

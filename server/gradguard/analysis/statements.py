@@ -46,6 +46,7 @@ from gradguard.analysis.values import (
     FuncInfo,
     Obj,
     Params,
+    Ref,
     Seq,
     Storage,
     T,
@@ -348,6 +349,16 @@ class Statements(AnalyzerCore):
                 for t in b.targets:
                     if isinstance(t, ast.Name):
                         ci.attrs[t.id] = self.const_of(b.value) if isinstance(b.value, ast.Constant) else UNKNOWN
+            elif isinstance(b, ast.AnnAssign) and isinstance(b.target, ast.Name) and b.value is not None:
+                # `method: str = "super"`: a class attribute, and a dataclass's or NamedTuple's field default
+                ci.attrs[b.target.id] = self.const_of(b.value) if isinstance(b.value, ast.Constant) else UNKNOWN
+        if _is_record(s, ci):
+            fields: list[tuple[str, Val | None]] = []
+            for b in s.body:
+                if isinstance(b, ast.AnnAssign) and isinstance(b.target, ast.Name) and "ClassVar" not in ast.dump(
+                        b.annotation):
+                    fields.append((b.target.id, None if b.value is None else _field_default(self, b.value, st, fr)))
+            ci.fields = fields
         st.env[s.name] = ClassV(ci)
         if root:
             self.classes.append(ci)
@@ -714,3 +725,28 @@ def _restore(o: Obj, table: str, name: str, old: Val | None) -> None:
         getattr(o, table).pop(name, None)
     else:
         getattr(o, table)[name] = old
+
+
+def _is_record(s: ast.ClassDef, ci: ClassInfo) -> bool:
+    """A dataclass (``@dataclass``, ``@dataclasses.dataclass(...)``) or a ``typing.NamedTuple`` subclass: Python
+    writes its constructor from the annotated fields."""
+    for d in s.decorator_list:
+        f = d.func if isinstance(d, ast.Call) else d
+        if (isinstance(f, ast.Name) and f.id == "dataclass") or (isinstance(f, ast.Attribute) and f.attr == "dataclass"):
+            return True
+    return any(isinstance(b, Ref) and b.qual.rsplit(".", 1)[-1] == "NamedTuple" for b in ci.bases)
+
+
+def _field_default(an: Any, value: ast.expr, st: State, fr: Frame) -> Val:
+    """A field's default as the generated constructor gives it: the value, or ``field(default=...)``'s; a
+    ``default_factory`` or anything else unknown."""
+    if isinstance(value, ast.Constant):
+        return Const(value.value)
+    if isinstance(value, ast.Call) and ((isinstance(value.func, ast.Name) and value.func.id == "field") or (
+            isinstance(value.func, ast.Attribute) and value.func.attr == "field")):
+        for k in value.keywords:
+            if k.arg == "default":
+                return _field_default(an, k.value, st, fr)
+        return UNKNOWN
+    got: Val = an.ev(value, st, fr)
+    return got

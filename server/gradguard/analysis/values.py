@@ -273,6 +273,9 @@ class ClassInfo:
     methods: dict[str, FuncInfo] = field(default_factory=dict)
     attrs: dict[str, Val] = field(default_factory=dict)
     mod: ModuleCtx | None = None
+    # a dataclass's or NamedTuple's fields, in order, with their defaults (None: required): the constructor
+    # Python generates for it sets them (see NNModules.instantiate)
+    fields: list[tuple[str, Val | None]] | None = None
 
     def mro(self) -> list[ClassInfo]:
         out: list[ClassInfo] = [self]
@@ -296,6 +299,16 @@ class ClassInfo:
             if name in c.methods:
                 return c.methods[name]
         return None
+
+    def record_fields(self) -> list[tuple[str, Val | None]] | None:
+        """The fields the generated constructor takes, base classes' first (None: not a dataclass/NamedTuple)."""
+        out: dict[str, Val | None] = {}
+        found = False
+        for c in reversed(self.mro()):
+            if c.fields is not None:
+                found = True
+                out.update(c.fields)
+        return list(out.items()) if found else None
 
     def class_attr(self, name: str) -> Val | None:
         for c in self.mro():
