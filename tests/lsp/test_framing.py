@@ -231,3 +231,24 @@ def test_random_corruption_loses_at_most_the_corrupted_and_the_next_message(seed
     assert ids[:5] == [f"a{i}" for i in range(5)]
     tail = [i for i in ids[5:] if i != "victim"]
     assert tail[-5:] == [f"b{i}" for i in range(1, 6)], (kind, ids)
+
+
+@pytest.mark.parametrize("split", [20, 30, 60, None])
+def test_length_too_short_with_nothing_after_it_yet(split: int | None) -> None:
+    """The rest of a body whose length was too short is taken when it is all the input so far (the next message
+    has not come yet, or never comes: the client may wait for this answer), whatever chunks it comes in."""
+    whole = json.dumps(hover("short")).encode()
+    data = b"Content-Length: 20\r\n\r\n" + whole
+    chunks = [data] if split is None else [data[:len(b"Content-Length: 20\r\n\r\n") + split],
+                                           data[len(b"Content-Length: 20\r\n\r\n") + split:]]
+
+    async def read() -> bytes:
+        return chunks.pop(0) if chunks else b""
+
+    async def main() -> bytes | None:
+        r = FrameReader(read)
+        body = await r.next_body()
+        assert body is not None
+        return await r.extend_more(body)
+
+    assert asyncio.run(main()) == whole

@@ -145,6 +145,21 @@ class FrameReader:
         del self.buf[:stop]
         return whole
 
+    async def extend_more(self, body: bytes) -> bytes | None:
+        """:meth:`extend`, also when the rest of the body is all the input read so far (the next message has not
+        arrived yet, or there is none: the client may wait for this answer), reading on while neither a header
+        nor a whole JSON text has come, up to MAX_HEADER_BYTES."""
+        while True:
+            got = self.extend(body)
+            if got is not None or _HEADER_IN_BODY.search(self.buf) is not None:
+                return got
+            whole = body + bytes(self.buf)
+            if self.buf and _is_json(whole):
+                del self.buf[:]
+                return whole
+            if len(self.buf) > MAX_HEADER_BYTES or not await self._more():
+                return None
+
 
 def _is_json(data: bytes) -> bool:
     try:
@@ -182,7 +197,7 @@ async def run_async(stop_event: threading.Event, frames: FrameReader, protocol: 
         try:
             message = json.loads(body, object_hook=protocol.structure_message)
         except json.JSONDecodeError as exc:
-            whole = frames.extend(body)
+            whole = await frames.extend_more(body)
             if whole is None:
                 frames.on_bad(body, f"not JSON ({exc.msg})")
                 continue
