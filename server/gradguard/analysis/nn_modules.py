@@ -502,6 +502,10 @@ class NNModules(Summaries):
                 # a method of an unknown object called with nothing (`arr.copy()`, `obj.get_state()`): what it
                 # gives may not be a tensor at all (a NumPy array, a number)
                 return out.with_(maybe_tuple=True, maybe_tensor=True, rg=NO)
+            if not tensors and o.cfg.get("parent") is not None:
+                # nor when it is handed no tensor known to be one (`vocab.get_idx_for_item("<STOP>")`,
+                # `layer.compute_output_shape(shape)`): a lookup, a shape, a number as likely as a tensor
+                return out.with_(maybe_tuple=True, maybe_tensor=True)
             if st.no_grad:
                 return out.with_(maybe_tuple=True)
             owners: list[Any] = []
