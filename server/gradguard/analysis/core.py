@@ -252,25 +252,25 @@ class AnalyzerCore:
     def set_attr(self, o: Obj, name: str, v: Val) -> None:
         """``o.name = v``, remembered while a branch runs so that the other branch starts from the old value and
         the two are joined afterwards (objects live outside the flow-sensitive state)."""
-        self.touched(o)
-        if self.attr_logs and o.oid <= self.attr_logs[-1][0]:  # objects made inside the branch are its own
-            self.attr_logs[-1][1].append((o, "attrs", name, o.attrs.get(name)))
+        self._log(o, "attrs", name, o.attrs.get(name))
         o.attrs[name] = v
+
+    def _log(self, o: Obj, table: str, name: str, old: Any) -> None:
+        """Remember ``o``'s old ``table`` entry while a branch runs; objects made inside the branch are its own."""
+        self.touched(o)
+        if self.attr_logs and o.oid <= self.attr_logs[-1][0]:
+            self.attr_logs[-1][1].append((o, table, name, old))
 
     def set_entries(self, o: Obj, v: Val) -> None:
         """A container module's entries change (``seq.add_module(...)``, ``layers.append(...)``): remembered while a
         branch runs, as :meth:`set_attr` does (``if leaky: add LeakyReLU else: add ReLU`` adds one of them)."""
-        self.touched(o)
-        if self.attr_logs and o.oid <= self.attr_logs[-1][0]:
-            self.attr_logs[-1][1].append((o, "entries", "", o.entries))
+        self._log(o, "entries", "", o.entries)
         o.entries = v
 
     def set_param(self, o: Obj, name: str, v: T) -> None:
         """A module's parameter changes its flags (``m.weight.requires_grad = False``, ``m.requires_grad_(False)``):
         remembered while a branch runs, as :meth:`set_attr` does."""
-        self.touched(o)
-        if self.attr_logs and o.oid <= self.attr_logs[-1][0]:
-            self.attr_logs[-1][1].append((o, "params", name, o.params.get(name)))
+        self._log(o, "params", name, o.params.get(name))
         o.params[name] = v
 
     def passed_at(self, h: Hazard) -> tuple[Site, str] | None:
