@@ -11,6 +11,7 @@ from gradguard.analysis.values import (
     MAYBE,
     UNKNOWN_NUM,
     Alt,
+    Cond,
     Const,
     FuncInfo,
     Obj,
@@ -39,6 +40,9 @@ MAX_LOOP_PRODUCT = 6  # loops nested in loops: the passes of a nest multiply to 
 # iterations of the enclosing nest multiply to at most 3 * MAX_UNROLL: the last iteration is then the last one
 # (`relu(layer(x)) if i < n - 1 else layer(x)` ends without relu).
 MAX_UNROLL = 8
+# ... and a loop over known constants (layer names, a config's order) is unrolled while the nest multiplies to at
+# most this: such loops are switches, whose passes each run one arm
+CONST_UNROLL_NEST = 8 * MAX_UNROLL
 # `for m in self.modules():` runs once per submodule up to this many (a switch or an initialiser per module)
 MAX_MODULES_UNROLL = 48
 BUDGET = 400_000  # abstract statement executions per file: analysis always terminates quickly
@@ -100,6 +104,15 @@ def is_true(v: Val | None) -> bool:
 
 def is_false(v: Val | None) -> bool:
     return isinstance(v, Const) and v.known and v.value is False
+
+
+def known_truth(v: Val | None) -> bool | None:
+    """``bool(v)`` for a constant the analysis knows (a flag, a name, None, a number), else None."""
+    if isinstance(v, Cond) or not isinstance(v, Const) or not v.known:
+        return None
+    if v.value is None or isinstance(v.value, (bool, int, float, str, bytes, tuple)):
+        return bool(v.value)
+    return None
 
 
 def carried_names(body: list[ast.stmt]) -> set[str]:

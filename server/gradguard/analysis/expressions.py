@@ -15,6 +15,7 @@ from gradguard.analysis.common import (
     is_false,
     is_true,
     known_items,
+    known_truth,
 )
 from gradguard.analysis.core import AnalyzerCore
 from gradguard.analysis.hazards import SaveRecord
@@ -214,12 +215,21 @@ class Expressions(AnalyzerCore):
             st.no_grad, st.silent = flags
 
     def e_BoolOp(self, n: ast.BoolOp, st: State, fr: Frame) -> Val:
+        # Python's short circuit: `a and b` is `a` when `a` is falsy, and `b` is not evaluated (`layer == "norm" and
+        # self.with_norm` on the pass where `layer` is "act" is False, whatever with_norm is); an operand whose
+        # truth is known and lets evaluation go on is not a possible result (except the last one)
         out: Val | None = None
         vals = []
-        for v in n.values:
+        stop = isinstance(n.op, ast.Or)  # the truth that ends evaluation
+        last = len(n.values) - 1
+        for i, v in enumerate(n.values):
             x = self.ev(v, st, fr)
             vals.append(x)
-            out = x if out is None else join(out, x)
+            truth = known_truth(x)
+            if truth is None or truth == stop or i == last:
+                out = x if out is None else join(out, x)
+            if truth == stop:
+                break
         if any(isinstance(x, Cond) for x in vals):
             op = "and" if isinstance(n.op, ast.And) else "or"
             f = formula_of(vals[0])

@@ -10,6 +10,7 @@ from gradguard.analysis.common import (
     ALLOW_MUT_CTX,
     AUTOCAST_CTX,
     BINOPS,
+    CONST_UNROLL_NEST,
     ENABLE_GRAD_CTX,
     INFERENCE_MODE,
     MAX_LOOP_PRODUCT,
@@ -475,7 +476,14 @@ class Statements(AnalyzerCore):
     def s_For(self, s: ast.For | ast.AsyncFor, st: State, fr: Frame) -> State | None:
         it = self.ev(s.iter, st, fr)
         items = known_items(it)
-        limit = MAX_MODULES_UNROLL if isinstance(it, Seq) and it.kind == "modules" else 3 * MAX_UNROLL
+        if isinstance(it, Seq) and it.kind == "modules":
+            limit = MAX_MODULES_UNROLL
+        elif items is not None and all(isinstance(x, Const) and x.known for x in items):
+            # names and numbers (`for layer in self.order: if layer == "conv": ...`): their order is what the loop
+            # means, and a single pass over "any of them" would run the arms in an order no run takes
+            limit = CONST_UNROLL_NEST
+        else:
+            limit = 3 * MAX_UNROLL
         if items is not None and self.loop_product * max(len(items), 1) <= limit and not _jumps(s):
             return self._unrolled(s, items, st, fr)
         el = self.elem(it, s.iter)
