@@ -693,6 +693,8 @@ class Calls(AnalyzerCore):
             # `torch.einsum("nc,ck->nk", [q, queue])`: the operands given as one list (the older signature)
             pos = [pos[0], *pos[1].items]
         bound = self.bind(info, pos, kw)
+        if info.name == "Tensor.type" and len(pos) < 2 and "dtype" not in kw:
+            return UNKNOWN_NUM  # `x.type()`: the type's name, a string
         if info.name in _DTYPE_CASTS and info.view_of:
             src = bound.get(info.view_of)
             if not (isinstance(src, T) and (src.origin in _FLOAT32_ORIGINS or (
@@ -1167,7 +1169,7 @@ def _is_num(v: Val, n: int) -> bool:
 _DTYPE_CASTS = frozenset({"Tensor.float", "Tensor.conj_physical", "torch.conj_physical"})
 # what is float32 whatever the code around it does (the default dtype of torch's random factories)
 _FLOAT32_ORIGINS = frozenset({"randn", "rand", "randn_like", "rand_like"})
-_SAME_DTYPE_CASTS = frozenset({"Tensor.to", "Tensor.type_as"})
+_SAME_DTYPE_CASTS = frozenset({"Tensor.to", "Tensor.type_as", "Tensor.type"})
 _FLOAT32_DTYPES = frozenset({"torch.float32", "torch.float"})
 # what makes a file's float tensors other than float32: reduced or double precision, autocast, a dtype chosen at
 # run time (`.to(dtype)`, `set_default_dtype`), Lightning's `precision=`, code that tests a dtype (`if x.dtype ==

@@ -512,6 +512,7 @@ def _method_specs() -> list[Spec]:
         meth("int", _in(p46)),
         meth("bool", _in(p46)),
         meth("to", _in(p46, torch.float64)),
+        meth("type", _in(p46, torch.float64)),
         meth("type_as", _in(p46, lambda: R(2).double())),
         meth("cpu", _in(p46)),
         meth("repeat", _in(p46, 2, 1)),
