@@ -22,6 +22,7 @@ INPLACE_ERRORS = (
     "modified by an inplace operation",
     "a leaf Variable that requires grad is being used in an in-place operation",
     "is a view and is being modified inplace",
+    "is a view and its base or another view of its base has been modified inplace",  # a stale multi-output view
     "A view was created in no_grad mode",
     "In-place leakyReLu backward calculation is triggered with a negative slope",
     "functions with out=... arguments don't support automatic differentiation",

@@ -575,6 +575,9 @@ class Calls(AnalyzerCore):
                     answers.append(answer)
                 elif isinstance(v, T) and q in ("torch.Tensor", "Tensor"):
                     answers.append(True)
+                elif isinstance(v, T) and q in PARAMETER and not v.maybe_tensor and (
+                        is_param := _is_parameter(v)) is not None:
+                    answers.append(is_param)  # `[w] if isinstance(w, nn.Parameter) else list(w)`
                 elif isinstance(v, Obj) and v.kind == "torch" and v.qual:
                     cinfo = self.kb.get(q)
                     if q == v.qual:
@@ -682,6 +685,44 @@ class Calls(AnalyzerCore):
             got = self.fp32_files[mod.path] = not _mentions_other_precision(mod.lines)
         return got
 
+    def stale_views(self, bound: dict[str, Val], n: ast.AST, st: State, display: str,
+                    receiver_node: ast.AST | None, info: OpInfo) -> None:
+        """An op with grad on reads one of several views (``list(weight)``, ``w.unbind(0)``, ``x.split(n)``) of a
+        tensor that requires grad, after its storage was written in place (an optimizer step on the parameter, a
+        write through the base or another view): torch would rebuild the view's graph, which it cannot do for a
+        multi-output view, and raises at this op."""
+        for name, v in bound.items():
+            if isinstance(v, T) and not v.made:
+                continue
+            for t in tensors_in(v):
+                if t.view != "multi" or not t.made or t.rg != YES or t.maybe_tensor:
+                    continue
+                for rec in self.recording:
+                    if t.made < rec[3]:
+                        # views made before the call being summarised: whether they are stale depends on what
+                        # happened to their tensor since, which the call's key does not hold; it runs each time
+                        rec[1] = False
+                if not st.heap.wrote and not st.heap.steps:
+                    continue
+                w = self.stale_view(t, st)
+                if w is None:
+                    continue
+                if isinstance(n, ast.Call):
+                    text = self._arg_text(n, info, name, receiver_node)
+                elif isinstance(n, ast.BinOp):
+                    text = self.text(n.left if name in ("self", "input") else n.right)
+                else:
+                    text = ""
+                text = text if text and len(text) <= 40 else self.text(n)[:40]
+                related: tuple[tuple[Site, str], ...] = ()
+                if t.view_site is not None:
+                    related += ((t.view_site, f"the views were made here ({t.view_op})"),)
+                related += ((w[0], f"{w[1]} modifies the tensor they view in place here"),)
+                self.report(Hazard("view_stale", "use", self.site(n), self.stmt_site(), display, text,
+                                   related=related, extra=(("view_op", t.view_op), ("write_op", w[1]),
+                                                           ("write_site", w[0]), ("view_site", t.view_site))))
+                return
+
     def apply(self, info: OpInfo, pos: list[Val], kw: dict[str, Val], n: ast.AST, st: State, fr: Frame, *,
               display: str, form: str = "", target_text: str = "", extra: tuple[tuple[str, Any], ...] = (),
               module: Obj | None = None, in_seq: Obj | None = None, receiver_node: ast.AST | None = None) -> Val:
@@ -772,6 +813,8 @@ class Calls(AnalyzerCore):
             prov |= pr
         any_rg = any(rgmap.values())
         grad_on = not st.no_grad and not info.no_grad
+        if grad_on and not st.silent:
+            self.stale_views(bound, n, st, display, receiver_node, info)
         if grad_on and prov and self.active_loops and st.heap.steps:
             for (o, stamp, c) in prov:
                 if c is not None and c[0] not in self.carry_use and any(
@@ -886,7 +929,9 @@ class Calls(AnalyzerCore):
             vt = T(base.storages, rg=out_rg if grad_on else NO, leaf=base.leaf, view=view,
                    view_op=f"{display}()" if info.multi_output_view else base.view_op or display,
                    prov=prov, alias_of=base.alias_of, alias_site=base.alias_site, origin=display,
-                   view_site=self.site(n), noncontig=_strided(info, bound, base))
+                   view_site=self.site(n), noncontig=_strided(info, bound, base),
+                   made=(self.stamp if info.multi_output_view else base.made)
+                   if view == "multi" and base.rg == YES and not base.maybe_tensor else 0)
             if info.multi_output_view:
                 return Seq(None, vt, "tuple")
             res = vt
@@ -1151,6 +1196,18 @@ def _copies(info: OpInfo, bound: dict[str, Val], pos: list[Val], base: Val) -> b
             shape = list(shape[0].items)
         return len(shape) == 1 and _is_num(shape[0], -1)
     return False
+
+
+def _is_parameter(v: T) -> bool | None:
+    """``isinstance(v, nn.Parameter)`` for a tensor the analysis made: a module's parameter or an
+    ``nn.Parameter(...)`` is one; the output of an op, or a view of either, is not; None when not known."""
+    if v.view is not None:
+        return False
+    if (v.leaf and v.storages and all(s.param_of is not None for s in v.storages)) or v.origin == "nn.Parameter":
+        return True
+    if not v.leaf and v.rg == YES and v.origin and v.storages and not any(s.leaf for s in v.storages):
+        return False
+    return None
 
 
 def _all_ones(v: Val | None) -> bool:

@@ -74,7 +74,8 @@ class AnalyzerCore:
         self.defaults_cache: dict[int, dict[str, Val]] = {}  # id(FuncInfo) -> its defaults (FuncInfos live on)
         self.entry: tuple[Site, Site] | None = None  # the checked file's call (site, statement) into another module
         self.entry_args: tuple[tuple[Val, Site], ...] = ()  # that call's arguments: (value, where it is written)
-        self.recording: list[list[Any]] = []  # [marker, pure, cut] of the calls being summarised, outermost first
+        # [marker, pure, cut, stamp at the call] of the calls being summarised, outermost first
+        self.recording: list[list[Any]] = []
         self.call_chain: list[tuple[FuncInfo, Site, str]] = []  # calls being followed (callee, call, what it calls)
         self.call_stmts: list[Site] = []  # the statements of calls between this file's functions being followed
         self.fp32_files: dict[str, bool] = {}  # module path -> its float tensors are float32 (see Calls.float32)
@@ -351,6 +352,7 @@ class AnalyzerCore:
         if st.silent:
             for s in val.storages:  # the write happens (versions move), but nothing recorded can break
                 st.heap.saved.pop(s, None)
+            self.wrote(val, st, site or self.site(node), op)
             return
         site = site or self.site(node)
         stmt = self.stmt_site()
@@ -385,6 +387,7 @@ class AnalyzerCore:
             self.report(Hazard("view_fn", form, site, stmt, op, target, related=related,
                                extra=(*extra, ("view_op", val.view_op))))
             return
+        self.wrote(val, st, site, op)
         saved = st.heap.saved
         recs: list[SaveRecord] = []
         for s in ordered(val.storages):
@@ -410,6 +413,36 @@ class AnalyzerCore:
             # the module, and the parameter itself for a graph that saved it directly (`m.weight.mul(m.weight)`)
             owners |= frozenset(s for s in val.storages if s.param_of is not None)  # under allow_mutation_on_saved_tensors torch keeps a copy
             st.heap.steps = (*st.heap.steps, self.step_event(owners, site, stmt, f"in-place update of `{target}`"))
+
+    def wrote(self, val: T, st: State, site: Site, op: str) -> None:
+        """Remember an in-place write to ``val``'s storages (its version moves; see stale_view)."""
+        w = (self.stamp, site, op)
+        wrote = st.heap.wrote
+        for s in val.storages:
+            wrote[s] = w
+
+    def stale_view(self, v: T, st: State) -> tuple[Site, str] | None:
+        """One of several views made at stamp ``v.made`` whose storage was written in place since (by a write
+        through any alias, or by an optimizer step or update of the parameter it views): where, and by what.
+        Every storage the view may be of must have been written: a view the analysis could not tell apart from
+        another tensor (two storages) is not stale because the other one changed."""
+        last: tuple[int, Site, str] | None = None
+        wrote = st.heap.wrote
+        for s in v.storages:
+            mine: tuple[int, Site, str] | None = None
+            w = wrote.get(s)
+            if w is not None and w[0] > v.made:
+                mine = w
+            if s.leaf or s.param_of is not None:
+                for e in st.heap.steps:
+                    if e.stamp > v.made and (s in e.owners or (s.param_of is not None and s.param_of in e.owners)) \
+                            and (mine is None or e.stamp > mine[0]):
+                        mine = (e.stamp, e.inner or e.site, e.op)
+            if mine is None:
+                return None
+            if last is None or mine[0] > last[0]:
+                last = mine
+        return (last[1], last[2]) if last is not None else None
 
     def unreached(self, site: Site, recs: list[SaveRecord]) -> bool:
         """The write at ``site`` is in a function whose backwards cannot reach the ops of ``recs`` (see .reach)."""

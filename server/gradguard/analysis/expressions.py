@@ -665,7 +665,8 @@ class Expressions(AnalyzerCore):
             if v.maybe_tensor:
                 return fresh("element", rg=v.rg, maybe_tensor=True)
             return T(v.storages, rg=v.rg, leaf=v.leaf, view="multi", view_op="iterating a tensor (unbind)",
-                     prov=v.prov, origin="iteration")
+                     prov=v.prov, origin="iteration", view_site=self.site(node) if node is not None else None,
+                     made=self.stamp if v.rg == YES else 0)  # (of a value surely requiring grad: see stale_view)
         if isinstance(v, (Seq, Alt)):
             return seq_elem(v)
         if isinstance(v, Obj) and v.kind in ("sequential", "modulelist", "moduledict"):

@@ -423,6 +423,8 @@ class Unpacker:
             x = self.tlist[t.index]
             return x.with_(prov=x.prov | self.prov) if x.prov else x  # as Summaries._with_prov
         storages = frozenset(self.storage(s) for s in t.storages)
+        if t.made:
+            t = t.with_(made=self.stamp)  # views the replayed call returns are made now
         if not t.prov:
             return t.with_(storages=storages)  # type: ignore[no-any-return]
         prov = frozenset((self.owner(o), self.stamp, None) for o, stamp, _c in t.prov if stamp >= 0)

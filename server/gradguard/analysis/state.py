@@ -37,12 +37,14 @@ class Heap:
     saved: dict[Storage, tuple[SaveRecord, ...]] = field(default_factory=dict)
     steps: tuple[StepEvent, ...] = ()
     freed: frozenset[tuple[Any, int]] = frozenset()
+    # the last in-place write to each storage: (statement stamp, site, op as users read it)
+    wrote: dict[Storage, tuple[int, Site, str]] = field(default_factory=dict)
 
     def copy(self) -> Heap:
-        return Heap(dict(self.saved), self.steps, self.freed)
+        return Heap(dict(self.saved), self.steps, self.freed, dict(self.wrote) if self.wrote else {})
 
     def with_saved(self, more: dict[Storage, tuple[SaveRecord, ...]]) -> Heap:
-        return Heap({**self.saved, **more}, self.steps, self.freed)
+        return Heap({**self.saved, **more}, self.steps, self.freed, dict(self.wrote) if self.wrote else {})
 
     def join(self, other: Heap) -> Heap:
         if other is self:
@@ -62,7 +64,13 @@ class Heap:
         else:
             mine_steps = set(self.steps)
             steps = self.steps + tuple(e for e in other.steps if e not in mine_steps)
-        return Heap(saved, steps, self.freed & other.freed)
+        wrote = dict(self.wrote) if self.wrote else {}  # (written in place by mutate: never shared)
+        if other.wrote and other.wrote is not self.wrote:
+            for s, w in other.wrote.items():
+                mine_w = wrote.get(s)
+                if mine_w is None or w[0] > mine_w[0]:
+                    wrote[s] = w
+        return Heap(saved, steps, self.freed & other.freed, wrote)
 
 
 @dataclass

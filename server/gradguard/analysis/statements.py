@@ -185,7 +185,12 @@ class Statements(AnalyzerCore):
                 elif isinstance(v, Seq) and v.items is not None and star is None and i < len(v.items):
                     self.assign(e, v.items[i], st, fr, stmt)
                 else:
-                    self.assign(e, self.elem(v, stmt), st, fr, stmt)
+                    part = self.elem(v, stmt)
+                    if isinstance(v, T) and isinstance(part, T) and part.made:
+                        # `c, z = f(x)` on a value taken for a tensor is far more often a tuple the analysis lost
+                        # than a tensor unbound by unpacking: its pieces are not kept as views that can go stale
+                        part = part.with_(made=0)
+                    self.assign(e, part, st, fr, stmt)
         elif isinstance(t, ast.Attribute) and t.attr == "requires_grad":
             cur = self.ev(t.value, st, fr)
             if isinstance(cur, T) and isinstance(v, Const) and v.known:
@@ -529,6 +534,8 @@ class Statements(AnalyzerCore):
         """``v`` as the element of one iteration: tensors get their own storages, which keep what was saved of
         the list's elements before the loop (a write to one of them still trips an earlier save)."""
         if isinstance(v, T):
+            if v.origin == "iteration" and v.view == "multi":
+                return v  # a row of a tensor (`enumerate(x)`, `zip(x, y)`): every pass views the same storage
             saved = st.heap.saved
             copies = []
             for s0 in ordered(v.storages):

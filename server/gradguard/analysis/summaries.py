@@ -143,6 +143,8 @@ class Cloner:
 
     def tensor(self, t: T) -> T:
         storages = frozenset(self.storage(s) for s in t.storages)
+        if t.made and self.restamp is not None:
+            t = t.with_(made=self.restamp[1])  # views the replayed call returns are made now
         if not t.prov:
             return t.with_(storages=storages)
         prov = t.prov
@@ -293,7 +295,7 @@ class Summaries(SharedSummaries):
         mark, stamp, backwards = marker(), self.stamp, self.backwards
         depth_calls = len(self.call_stmts)
         before, steps = dict(st.heap.saved), st.heap.steps
-        rec: list[Any] = [mark, True, False]
+        rec: list[Any] = [mark, True, False, stamp]
         self.recording.append(rec)
         fp = Rec(depth, self.foreign_used, self.budget, len(self.active))  # what the run reads and needs (see .shared)
         if place is not None:

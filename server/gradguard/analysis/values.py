@@ -168,6 +168,10 @@ class T(Val):
     # known not to be contiguous (a transposed, permuted or strided view): `.contiguous()`, `.reshape()` and
     # `.flatten()` of it return a copy, not a view. False: contiguous, or not known.
     noncontig: bool = False
+    # one of several views (split, unbind, iteration) made with grad on: the statement stamp when it was made. A
+    # write to its storage after that (an optimizer step on the parameter it views) leaves it a view whose graph
+    # torch cannot rebuild (see Heap.wrote).
+    made: int = 0
 
     def with_(self, **kw: Any) -> T:
         return replace(self, **kw)
@@ -467,13 +471,15 @@ def join(a: Val, b: Val) -> Val:
     if a is b:
         return a
     if isinstance(a, T) and isinstance(b, T):
+        # the kind of view that outranks is told with the op and place that made it
+        first, second = (b, a) if b.view in SPECIAL_VIEWS and a.view not in SPECIAL_VIEWS else (a, b)
         return T(a.storages | b.storages, rg=max(a.rg, b.rg), leaf=a.leaf or b.leaf,
                  view=a.view if a.view in SPECIAL_VIEWS else b.view if b.view in SPECIAL_VIEWS else
-                 (a.view or b.view), view_op=a.view_op or b.view_op,
+                 (a.view or b.view), view_op=first.view_op or second.view_op,
                  maybe_tensor=a.maybe_tensor and b.maybe_tensor, maybe_tuple=a.maybe_tuple or b.maybe_tuple,
                  prov=a.prov | b.prov, alias_of=a.alias_of or b.alias_of, alias_site=a.alias_site or b.alias_site,
-                 view_site=a.view_site or b.view_site,
-                 origin=a.origin or b.origin, noncontig=a.noncontig and b.noncontig)
+                 view_site=first.view_site or second.view_site,
+                 origin=a.origin or b.origin, noncontig=a.noncontig and b.noncontig, made=max(a.made, b.made))
     if isinstance(a, T) and b is UNKNOWN:
         return a
     if isinstance(b, T) and a is UNKNOWN:

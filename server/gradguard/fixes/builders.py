@@ -802,6 +802,100 @@ def _index_instead_of_iterating(ctx: Ctx, name: str) -> list[Fix]:
                 f"`{_short(ttext, 24)}`", True, (Edit(hdr, col, hdr, end, new),), kind="index-views")]
 
 
+def _single_views(expr: ast.expr, src: str, taken: set[str]) -> tuple[str, str] | None:
+    """The same views as ``expr`` makes, each its own single-output view (one ``select`` or ``narrow`` per
+    piece), as (comprehension body and loop, what it replaces): ``list(w)`` / ``w.unbind(0)`` ->
+    ``w[i] for i in range(len(w))``; ``x.split(n, d)`` -> ``x.narrow(d, i, min(n, x.shape[d] - i)) for i in
+    range(0, x.shape[d], n)``; ``x.chunk(n, d)`` the same with the chunk size ``-(-x.shape[d] // n)``. None for
+    anything else (a list of sizes, a computed dimension, an operand that is not a plain name)."""
+    def seg(n: ast.AST) -> str:
+        return ast.get_source_segment(src, n) or ""
+
+    def pieces(base: ast.expr, dim: int) -> tuple[str, str] | None:
+        if not _pure(base) or not isinstance(base, (ast.Name, ast.Attribute, ast.Subscript)):
+            return None
+        b = seg(base)
+        used = taken | {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
+        i = next((v for v in ("i", "j", "k", "_i") if v not in used), None)
+        if i is None:
+            return None
+        if dim == 0:
+            return f"{b}[{i}]", f"for {i} in range(len({b}))"
+        return f"{b}.select({dim}, {i})", f"for {i} in range({b}.shape[{dim}])"
+
+    if isinstance(expr, (ast.Name, ast.Attribute, ast.Subscript)):
+        return pieces(expr, 0)  # `for row in rows`: iterating unbinds dimension 0
+    if not isinstance(expr, ast.Call):
+        return None
+    f = expr.func
+    if isinstance(f, ast.Name) and f.id in ("list", "tuple", "iter") and len(expr.args) == 1 and not expr.keywords:
+        return pieces(expr.args[0], 0)
+    unbound, dim = _unbind_call(expr)
+    if unbound is not None and dim is not None:
+        return pieces(unbound, dim)
+    if isinstance(f, ast.Attribute) and f.attr in ("split", "chunk") and not (
+            isinstance(f.value, ast.Name) and f.value.id == "torch") and 1 <= len(expr.args) <= 2:
+        base = f.value
+        size = expr.args[0]
+        dims = [*expr.args[1:], *(k.value for k in expr.keywords if k.arg == "dim")]
+        if any(k.arg not in ("dim", "split_size", "split_size_or_sections", "chunks") for k in expr.keywords) or \
+                len(dims) > 1 or isinstance(size, (ast.List, ast.Tuple)):
+            return None
+        d = dims[0] if dims else ast.Constant(0)
+        if not (isinstance(d, ast.Constant) and isinstance(d.value, int) and not isinstance(d.value, bool)
+                and d.value >= 0) or not _pure(base) or not isinstance(size, (ast.Name, ast.Constant, ast.Attribute)):
+            return None
+        if isinstance(size, ast.Constant) and not (isinstance(size.value, int) and not isinstance(size.value, bool)):
+            return None
+        b, n, dim_ = seg(base), seg(size), d.value
+        used = taken | {x.id for x in ast.walk(expr) if isinstance(x, ast.Name)}
+        i = next((v for v in ("i", "j", "k", "_i") if v not in used), None)
+        if i is None:
+            return None
+        length = f"{b}.shape[{dim_}]"
+        step = n if f.attr == "split" else f"-(-{length} // {n})"
+        return (f"{b}.narrow({dim_}, {i}, min({step}, {length} - {i}))", f"for {i} in range(0, {length}, {step})")
+    return None
+
+
+def _stale_views(ctx: Ctx) -> list[Fix]:
+    """Views of one multi-output op (``list(w)``, ``w.unbind(0)``, ``x.split(n)``) used after the tensor they view
+    was modified in place: make each piece its own single-output view (``w[i]``, ``x.narrow(...)``) where they are
+    made. Those views see the modified values, as the originals did, and torch can rebuild their graph: same
+    forward values, and backward runs."""
+    vs = _sp(ctx.ex.get("view_site"))
+    if vs is None:
+        return []
+    text = ctx.text(vs)
+    try:
+        expr = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError:
+        return []
+    taken = set(re.findall(r"[A-Za-z_]\w*", " ".join(ctx.lines[vs.line - 1:vs.end_line])))  # the loop's names too
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "enumerate" and \
+            expr.args and vs.line == vs.end_line and text == text.strip():
+        # `for i, row in enumerate(rows)`: the rows are the views; enumerate the single views instead
+        arg = expr.args[0]
+        got = _single_views(arg, text, taken)
+        if got is None:
+            return []
+        sp = Span(vs.line, vs.column + _char_col(text, arg.col_offset), vs.line,
+                  vs.column + _char_col(text, arg.end_col_offset or 0))
+        return [Fix(f"Make each view on its own (`{_short(got[0], 32)}`), which torch can rebuild after the in-place "
+                    f"change", True, (Edit(sp.line, sp.column, sp.end_line, sp.end_column, f"({got[0]} {got[1]})"),),
+                    kind="index-views")]
+    got = _single_views(expr, text.strip(), taken)
+    if got is None:
+        return []
+    body, loop = got
+    is_call = isinstance(expr, ast.Call)
+    tuple_call = isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "tuple"
+    new = f"tuple({body} {loop})" if tuple_call else f"[{body} {loop}]" if is_call else f"({body} {loop})"
+    return [Fix(f"Make each view on its own (`{_short(body, 32)}`), which torch can rebuild after the in-place "
+                f"change, instead of `{_short(text.strip(), 28)}`", True,
+                (Edit(vs.line, vs.column, vs.end_line, vs.end_column, new),), kind="index-views")]
+
+
 # -----------------------------------------------------------------------------------------------------------
 # x += y
 # -----------------------------------------------------------------------------------------------------------
@@ -1598,6 +1692,7 @@ _KIND_BUILDERS: dict[str, Callable[[Ctx], list[Fix]]] = {
     "dirty_not_input": _dirty_drop,
     "inference_saved": _inference_saved,
     "am_outside": _am_outside,
+    "view_stale": _stale_views,
 }
 
 

@@ -1,12 +1,20 @@
-from gradguard.analysis.hazards import Hazard
+import os
+
+from gradguard.analysis.hazards import Hazard, Site
 from gradguard.rules.base import Rule
+
+
+def _where(site: Site, here: Site) -> str:
+    """``line N``, or ``file.py:N`` for a line in another file than the finding's."""
+    return f"line {site.line}" if site.path == here.path else f"{os.path.basename(site.path)}:{site.line}"
 
 
 class InplaceOnSpecialView(Rule):
     code = "GG302"
     name = "inplace-on-multi-output-view"
     summary = ("In-place op on a view returned by a multi-output view op (`unbind`, `split`, `chunk`, iterating "
-               "a tensor), on a view made under `no_grad`, or on a view a custom autograd.Function returned.")
+               "a tensor), on a view made under `no_grad`, or on a view a custom autograd.Function returned; or "
+               "such a view used after the tensor it views changed in place.")
     why = """
 `q, k, v = x.chunk(3)`, `x.unbind(0)`, `x.split(n)` and `for row in x` return views produced by one autograd
 node with several outputs; autograd cannot rebase such a node when one view changes in place, so torch
@@ -26,13 +34,23 @@ returned as an output, the input object itself (*Some elements marked as dirty d
 returned as output*), and, with grad on, a view of a tensor the forward made is not an input and is refused
 (*ctx.mark_dirty() received a tensor that was not an input*).
 
+Such views also go stale. Once the tensor they view is written in place after they were made (an optimizer
+step on the parameter they came from, a write through the base or through another of the views, even under
+`no_grad`), the next op with grad on that reads one must rebuild its graph, which torch cannot do for a
+multi-output view: *Output 0 of UnbindBackward0 is a view and its base or another view of its base has been
+modified inplace*. The classic case keeps `list(weight)` (the rows of a Parameter) for a regulariser across
+training steps. Reading the views with grad off, or writing through `.data`, is fine.
+
 `detach_()` on any view (`x[0]`, `x.view(-1)`, `x.t()`, a `split` output) raises *Can't detach views in-place.
 Use detach() instead*, with or without grad: the view shares its autograd metadata with its base.
 """
     fix = """
 Rewrite out of place (`q = q * scale`, `h = h.squeeze(0)`), or `.clone()` the view before modifying it. For a
 custom Function, return a fresh tensor (`x.clone()`) from its forward, or `.clone()` the view it returns.
-For `v.detach_()` on a view, rebind out of place: `v = v.detach()`. A Function that modifies an input in place
+For `v.detach_()` on a view, rebind out of place: `v = v.detach()`. For views used after their tensor
+changed, make them again after the change, keep the tensor itself, or make each piece its own single-output view
+where they are made (`[w[i] for i in range(len(w))]` for `list(w)`, `x.narrow(...)` for `x.split(n)`), which torch
+can rebuild. A Function that modifies an input in place
 marks that input dirty (not a tensor its forward made) and returns the input itself (`return a`, not
 `a.clone()`).
 """
@@ -61,6 +79,17 @@ x = torch.randn(4, requires_grad=True)
 y = Scale.apply(x * 1.0)
 y.mul_(2)
 y.sum().backward()
+""", """
+import torch
+import torch.nn as nn
+
+w = nn.Parameter(torch.randn(3, 4))
+rows = list(w)  # the rows of the weight, views that unbind made
+opt = torch.optim.SGD([w], lr=0.1)
+for _ in range(2):
+    opt.zero_grad()
+    sum(r.norm() for r in rows).backward()
+    opt.step()
 """)
     VALID = ("""
 import torch
@@ -95,12 +124,23 @@ q, k, v = x.chunk(3, dim=-1)
 q = q.contiguous()  # a chunk of the last dimension is strided: contiguous() copies it
 q.mul_(0.5)
 (q + k + v).sum().backward()
+""", """
+import torch
+import torch.nn as nn
+
+w = nn.Parameter(torch.randn(3, 4))
+rows = [w[i] for i in range(len(w))]  # each row its own view: torch rebuilds it after the step
+opt = torch.optim.SGD([w], lr=0.1)
+for _ in range(2):
+    opt.zero_grad()
+    sum(r.norm() for r in rows).backward()
+    opt.step()
 """)
 
     @classmethod
     def matches(cls, h: Hazard) -> bool:
         return h.kind in ("view_multi", "view_nograd", "view_fn", "dirty_view", "view_detach", "dirty_not_input",
-                          "dirty_not_returned")
+                          "dirty_not_returned", "view_stale")
 
     @classmethod
     def message(cls, h: Hazard) -> str:
@@ -108,6 +148,14 @@ q.mul_(0.5)
         if h.kind == "view_fn":
             return (f"{h.op} modifies `{h.target}` in place, but it is a view returned by {src}: made inside a custom "
                     f"Function's forward (or an input returned as-is), whose backward autograd cannot rewrite")
+        if h.kind == "view_stale":
+            wop = str(h.get("write_op"))
+            wop = wop if " " in wop else f"`{wop}`"
+            vs, ws = h.get("view_site"), h.get("write_site")
+            made = f" ({_where(vs, h.site)})" if vs is not None else ""
+            return (f"{h.op} uses `{h.target}`, one of several views returned by {src}{made}, after {wop} "
+                    f"({_where(ws, h.site)}) modified the tensor they view in place: torch cannot rebuild the graph of "
+                    f"a multi-output view, and raises here")
         if h.kind == "view_detach":
             return (f"detach_() on `{h.target}`, a view ({src}): torch cannot detach a view in place (it shares "
                     f"autograd metadata with its base)")
