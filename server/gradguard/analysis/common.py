@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from gradguard.analysis.state import State
@@ -116,22 +117,57 @@ def known_truth(v: Val | None) -> bool | None:
 
 
 def carried_names(body: list[ast.stmt]) -> set[str]:
-    """Names read in a loop body before being written in it (live-in) and written in it: loop-carried."""
-    written: set[str] = set()
+    """Names read in a loop body before being written in it (live-in) and written in it: loop-carried. The
+    statements inside an ``if``, ``with`` or ``try`` are taken in order too: ``if done: q = f(x); loss = -q``
+    reads the ``q`` it just wrote, not the previous iteration's."""
     live_in: set[str] = set()
-    for stmt in body:
-        loads: list[str] = []
-        stores: list[str] = []
-        for node in ast.walk(stmt):
+    everything: set[str] = set()
+    _live_in(body, set(), live_in, everything)
+    return everything & live_in
+
+
+def _names(nodes: Iterable[ast.AST | None]) -> tuple[list[str], list[str]]:
+    loads: list[str] = []
+    stores: list[str] = []
+    for root in nodes:
+        if root is None:
+            continue
+        for node in ast.walk(root):
             if isinstance(node, ast.Name):
                 (loads if isinstance(node.ctx, ast.Load) else stores).append(node.id)
-        if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
-            loads.append(stmt.target.id)
-        for name in loads:
-            if name not in written:
-                live_in.add(name)
-        written.update(stores)
-    return written & live_in
+    return loads, stores
+
+
+def _live_in(body: list[ast.stmt], written: set[str], live_in: set[str], everything: set[str]) -> set[str]:
+    """Scan ``body`` in order from the names ``written`` before it; returns the names written after it (any
+    path: a write in one arm of an ``if`` counts, as a write earlier in the body always did)."""
+    for stmt in body:
+        if isinstance(stmt, ast.If):
+            head: list[ast.AST | None] = [stmt.test]
+            blocks = [stmt.body, stmt.orelse]
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            head = [*(i.context_expr for i in stmt.items), *(i.optional_vars for i in stmt.items)]
+            blocks = [stmt.body]
+        elif isinstance(stmt, ast.Try):
+            head = []
+            blocks = [stmt.body, *(h.body for h in stmt.handlers), stmt.orelse, stmt.finalbody]
+        else:
+            loads, stores = _names([stmt])
+            if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
+                loads.append(stmt.target.id)
+            live_in.update(n for n in loads if n not in written)
+            written = written | set(stores)
+            everything.update(stores)
+            continue
+        loads, stores = _names(head)
+        live_in.update(n for n in loads if n not in written)
+        written = written | set(stores)
+        everything.update(stores)
+        after = set(written)
+        for block in blocks:
+            after |= _live_in(block, set(written), live_in, everything)
+        written = after
+    return written
 
 
 

@@ -222,14 +222,20 @@ class Expressions(AnalyzerCore):
         vals = []
         stop = isinstance(n.op, ast.Or)  # the truth that ends evaluation
         last = len(n.values) - 1
+        unsure = False  # a possible result whose truth is not known
         for i, v in enumerate(n.values):
             x = self.ev(v, st, fr)
             vals.append(x)
             truth = known_truth(x)
             if truth is None or truth == stop or i == last:
                 out = x if out is None else join(out, x)
+                unsure = unsure or truth is None
             if truth == stop:
                 break
+        if unsure and known_truth(out) is not None:
+            # `done or (ep_len == max_ep_len)` with `done` unknown: the join took the known operand's value, but
+            # the result is as unknown as `done` is
+            out = UNKNOWN_NUM
         if any(isinstance(x, Cond) for x in vals):
             op = "and" if isinstance(n.op, ast.And) else "or"
             f = formula_of(vals[0])
