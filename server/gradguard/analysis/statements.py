@@ -68,6 +68,25 @@ def _skip(self: Statements, s: ast.stmt, st: State, fr: Frame) -> State:
     return st
 
 
+def _widen_counters(before: State, after: State, carried: set[str]) -> State:
+    """A number the loop changes (`step += 1`, `ep_len += 1`) is any number from the next pass on: the passes
+    stand for iterations whose count is not known, and `step % 5 == 0` or `ep_len == max_ep_len` is true on
+    some of them though false on the first three."""
+    env = after.env
+    changed = [k for k in carried if isinstance(a := env.get(k), Const) and a.known and _is_number(a.value)
+               and isinstance(b := before.env.get(k), Const) and b.known and _is_number(b.value) and a.value != b.value]
+    if not changed:
+        return after
+    out = after.copy()
+    for k in changed:
+        out.env[k] = UNKNOWN_NUM
+    return out
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
 class Statements(AnalyzerCore):
     # ------------------------------------------------------------------ statements
     def exec_block(self, stmts: Iterable[ast.stmt], st: State | None, fr: Frame, module: bool = False) -> State | None:
@@ -467,6 +486,8 @@ class Statements(AnalyzerCore):
                     out = join_states(out, c)
                 loop.continues.clear()
                 exits = join_states(exits, out)
+                if out is not None and cur is not None:
+                    out = _widen_counters(cur, out, carried)
                 cur = out  # the next iteration sees this one's state
         finally:
             fr.loops.pop()
