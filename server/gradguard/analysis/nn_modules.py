@@ -28,6 +28,7 @@ from gradguard.analysis.values import (
     YES,
     Alt,
     Bound,
+    Choice,
     ClassInfo,
     Const,
     Func,
@@ -168,6 +169,8 @@ class NNModules(Summaries):
                 out |= {s for s in o.storages if s.leaf}
             elif isinstance(o, Seq):
                 stack.extend(o.items or (o.elem,))
+            elif isinstance(o, Choice):
+                stack.extend(o.alts)  # `define_f(...)`: VGG16_FCN8s or UNet, whichever was built
         return frozenset(out)
 
     def named_params(self, p: Params) -> Seq:
