@@ -735,6 +735,11 @@ def _unbind_call(call: ast.Call) -> tuple[ast.expr | None, int | None]:
     return None, None
 
 
+def _free_index(used: set[str]) -> str | None:
+    """A name for a comprehension's index that the code around does not use."""
+    return next((v for v in ("i", "j", "k", "idx", "_i", "_row") if v not in used), None)
+
+
 def _index_instead_of_iterating(ctx: Ctx, name: str) -> list[Fix]:
     """``for row in rows: row.mul_(2)``: iterating a tensor unbinds it (views that cannot be modified in
     place). Iterating over ``rows[i]`` (one single view each) keeps the write-through to ``rows``:
@@ -790,7 +795,7 @@ def _index_instead_of_iterating(ctx: Ctx, name: str) -> list[Fix]:
         return []
     ttext = ast.get_source_segment(header, iterable) or ""
     used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}  # the loop's own names too, for clarity
-    idx = next((v for v in ("i", "j", "k", "idx", "_i", "_row") if v not in used), None)
+    idx = _free_index(used)
     if idx is None:
         return []
     one = f"{ttext}[{idx}]" if dim == 0 else f"{ttext}.select({dim}, {idx})"
@@ -815,8 +820,7 @@ def _single_views(expr: ast.expr, src: str, taken: set[str]) -> tuple[str, str] 
         if not _pure(base) or not isinstance(base, (ast.Name, ast.Attribute, ast.Subscript)):
             return None
         b = seg(base)
-        used = taken | {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
-        i = next((v for v in ("i", "j", "k", "_i") if v not in used), None)
+        i = _free_index(taken | {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)})
         if i is None:
             return None
         if dim == 0:
@@ -848,8 +852,7 @@ def _single_views(expr: ast.expr, src: str, taken: set[str]) -> tuple[str, str] 
         if isinstance(size, ast.Constant) and not (isinstance(size.value, int) and not isinstance(size.value, bool)):
             return None
         b, n, dim_ = seg(base), seg(size), d.value
-        used = taken | {x.id for x in ast.walk(expr) if isinstance(x, ast.Name)}
-        i = next((v for v in ("i", "j", "k", "_i") if v not in used), None)
+        i = _free_index(taken | {x.id for x in ast.walk(expr) if isinstance(x, ast.Name)})
         if i is None:
             return None
         length = f"{b}.shape[{dim_}]"
