@@ -21,12 +21,14 @@ from gradguard.analysis.values import (
     NONE,
     UNKNOWN,
     UNKNOWN_NUM,
+    Alt,
     Const,
     FuncInfo,
     Seq,
     Storage,
     Val,
     fresh,
+    join,
     join_paths,
     next_id,
 )
@@ -103,11 +105,14 @@ class Functions(Summaries):
         params = [*a.posonlyargs, *a.args]
         defaults = self._defaults(fi)
         widen = defaults_only or "**" in kw  # `**kwargs` passed on: a parameter left out may come from it
+        pos, spread = _spread(pos)
         i = 0
         for p in params:
             if i < len(pos):
                 env[p.arg] = pos[i]
                 i += 1
+            elif spread is not None and p.arg not in kw and p.arg not in defaults:
+                env[p.arg] = spread  # `f(*pair)` of a sequence whose length is not known: each one an element
             elif p.arg in kw:
                 env[p.arg] = kw[p.arg]
             else:
@@ -119,7 +124,7 @@ class Functions(Summaries):
                     env[p.arg] = fresh(p.arg, rg=NO, maybe_tensor=True)
         if a.vararg:
             rest = pos[i:]
-            env[a.vararg.arg] = Seq.of(rest, "tuple")
+            env[a.vararg.arg] = Seq.of(rest, "tuple") if spread is None else Seq(None, join_all([*rest, spread]), "tuple")
         for p in a.kwonlyargs:
             if p.arg in kw:
                 env[p.arg] = kw[p.arg]
@@ -175,6 +180,34 @@ class Functions(Summaries):
         assert heap is not None
         st.heap = heap
         return result
+
+
+def _spread(pos: list[Val]) -> tuple[list[Val], Val | None]:
+    """Positional arguments as a callee's parameters receive them. A ``*xs`` whose length is not known
+    (``self.reparameterize(*self.encoder(x))``) ends what is known: the arguments before it, and what each later
+    parameter may receive, an element of it (or an argument written after it)."""
+    for i, v in enumerate(pos):
+        if isinstance(v, Seq) and v.kind in ("star", "staralt"):
+            if v.kind == "staralt" and isinstance(v.elem, Alt):
+                elems = [x for sq in v.elem.alts for x in (sq.items if sq.items is not None else (sq.elem,))]
+            else:
+                elems = [v.elem]
+            for w in pos[i + 1:]:
+                if isinstance(w, Seq) and w.kind in ("star", "staralt"):
+                    elems.append(UNKNOWN)
+                else:
+                    elems.append(w)
+            return pos[:i], join_all(elems)
+    return pos, None
+
+
+def join_all(vals: list[Val]) -> Val:
+    if not vals:
+        return UNKNOWN
+    out = vals[0]
+    for v in vals[1:]:
+        out = join(out, v)
+    return out
 
 
 def thin(node: ast.AST) -> bool:
