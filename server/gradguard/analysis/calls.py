@@ -402,6 +402,10 @@ class Calls(AnalyzerCore):
             items = known_items(pos[0])
             if items is not None:
                 return Const(len(items))
+        if name == "eval" and len(pos) == 1 and len(n.args) == 1 and not n.keywords:
+            got = self.dynamic_global(n.args[0], pos[0], fr)  # `eval("Encoder{}".format(kind))`: a registry
+            if got is not None:
+                return got
         if name == "isinstance" and len(pos) == 2:
             return self.isinstance(pos[0], pos[1])
         if name == "type" and len(pos) == 1 and not kw and isinstance(pos[0], Obj):

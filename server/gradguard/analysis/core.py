@@ -557,6 +557,9 @@ class AnalyzerCore:
     def module_get(self, mod: ModuleCtx, name: str) -> Val | None:
         raise NotImplementedError
 
+    def dynamic_global(self, arg: ast.expr, v: Val, fr: Frame) -> Val | None:
+        raise NotImplementedError
+
     def dist_value(self, d: Obj, name: str, pos: list[Val], st: State) -> Val:
         raise NotImplementedError
 

@@ -358,6 +358,11 @@ class Expressions(AnalyzerCore):
         return UNKNOWN_NUM
 
     def e_Subscript(self, n: ast.Subscript, st: State, fr: Frame) -> Val:
+        if isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Name) and n.value.func.id == "globals" \
+                and not n.value.args and not n.value.keywords \
+                and getattr(self.lookup("globals", st, fr), "qual", None) == "builtins.globals":
+            got = self.dynamic_global(n.slice, self.ev_nograd(n.slice, st, fr), fr)  # `globals()[kind + "Net"]`
+            return got if got is not None else UNKNOWN
         base = self.ev(n.value, st, fr)
         idx = self.ev_nograd(n.slice, st, fr) if not isinstance(n.slice, ast.Constant) else Const(n.slice.value)
         if isinstance(base, T) and (base.maybe_tensor or (isinstance(idx, Const) and idx.known and isinstance(

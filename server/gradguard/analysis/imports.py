@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import ast
 import builtins
+import re
 
 from gradguard.analysis.common import MAX_DEPTH, Frame
 from gradguard.analysis.core import AnalyzerCore
 from gradguard.analysis.namespace import ModuleCtx
 from gradguard.analysis.state import Heap, State
-from gradguard.analysis.values import UNKNOWN, ModV, Ref, Val
+from gradguard.analysis.values import UNKNOWN, Const, ModV, Ref, Val, choice
 from gradguard.knowledge.libraries import absent_name
 from gradguard.project.resolver import Module
+from gradguard.project.sources import top_level_names
+
+MIN_NAME_TEXT = 3  # constant characters a name made at run time must have to be looked up by what fits it
+MAX_NAME_FITS = 4  # top-level names that may fit it; with more, the name is not told
 
 _BUILTINS = frozenset(dir(builtins))
 
@@ -80,6 +85,31 @@ class Imports(AnalyzerCore):
                             m.source.lines if m.source is not None else [], m)
             self.loaded[key] = ctx
         return ctx
+
+    # ------------------------------------------------------------------ names looked up by a string
+    def dynamic_global(self, arg: ast.expr, v: Val, fr: Frame) -> Val | None:
+        """``eval("Encoder{}".format(kind))``, ``globals()[name + "_parser"]``: a registry that picks a top-level
+        class or function of the running module by a name made at run time (``arg``, whose value is ``v``). A name
+        that is known is looked up; a name built around constant text is one of the module's names that fit it,
+        when at most a few do (``EncoderBurgess`` for ``"Encoder{}"``). None when the name cannot be told."""
+        mod = fr.func.mod if fr.func is not None and fr.func.mod is not None else self.mod
+        if isinstance(v, Const) and v.known and isinstance(v.value, str):
+            return self.module_get(mod, v.value) if v.value.isidentifier() else None
+        pattern = _name_pattern(arg)
+        if pattern is None or sum(len(p) for p in pattern if p is not None) < MIN_NAME_TEXT:
+            return None
+        rx = re.compile("".join(re.escape(p) if p is not None else r"\w*" for p in pattern))
+        fits = sorted(n for n in self._top_level_names(mod) if rx.fullmatch(n))
+        if not fits or len(fits) > MAX_NAME_FITS:
+            return None
+        vals = [got for n in fits if (got := self.module_get(mod, n)) is not None]
+        return choice(vals) if vals else None
+
+    def _top_level_names(self, mod: ModuleCtx) -> set[str]:
+        src = mod.source
+        if src is not None:
+            return set(src.bindings)
+        return top_level_names(self.tree) if mod.is_root else set()
 
     # ------------------------------------------------------------------ names of other modules
     def module_get(self, mod: ModuleCtx, name: str) -> Val | None:
@@ -172,3 +202,37 @@ class Imports(AnalyzerCore):
             return None
         sub = self.project.submodule(m, name)
         return ModV(self.ctx_of(sub)) if sub is not None else None
+
+
+_ANY = None  # a part of a name made at run time that is not known
+
+
+def _name_pattern(e: ast.expr) -> list[str | None] | None:
+    """The parts of a string expression: constant text, or _ANY for what is made at run time. None when it is
+    not built from constant text by formatting or concatenation."""
+    if isinstance(e, ast.Constant) and isinstance(e.value, str):
+        return [e.value]
+    if isinstance(e, ast.JoinedStr):
+        out: list[str | None] = []
+        for v in e.values:
+            out.extend([v.value] if isinstance(v, ast.Constant) and isinstance(v.value, str) else [_ANY])
+        return out
+    if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Add):
+        left, right = _name_pattern(e.left), _name_pattern(e.right)
+        return [*(left if left is not None else [_ANY]), *(right if right is not None else [_ANY])] \
+            if left is not None or right is not None else None
+    if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr == "format" \
+            and isinstance(e.func.value, ast.Constant) and isinstance(e.func.value.value, str):
+        import string
+        try:
+            parsed = list(string.Formatter().parse(e.func.value.value))
+        except ValueError:
+            return None
+        out = []
+        for text, field, _spec, _conv in parsed:
+            if text:
+                out.append(text)
+            if field is not None:
+                out.append(_ANY)
+        return out
+    return None

@@ -111,6 +111,13 @@ class SourceFile:
         self._bindings, self._stars = out, stars
 
 
+def top_level_names(tree: ast.Module) -> set[str]:
+    """The names a module's top level binds (as :attr:`SourceFile.bindings` counts them)."""
+    out: dict[str, list[Binding]] = {}
+    _collect(tree.body, out, [])
+    return set(out)
+
+
 def _is_main_guard(test: ast.expr) -> bool:
     return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
             and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators))

@@ -52,8 +52,11 @@ opt.step()
 
     @classmethod
     def message(cls, h: Hazard) -> str:
-        bw = h.get("backward_line")
+        inner = next((s for s, m in h.related if m == "the backward runs here"), None)
+        where = at(inner, h) if inner is not None else f"line {h.get('backward_line')}"
+        step = next((s for s, m in h.related if m == f"{h.op} runs here"), None)
+        op = f"{h.op} ({at(step, h)})" if step is not None and step.path != h.site.path else h.op
         r = h.saves[0] if h.saves else None
         saved = f"; {r.op} ({at(r.site, h)}) saved them" if r else ""
-        return (f"{h.op} updates parameters in place, but the backward at line {bw} goes through a graph built "
+        return (f"{op} updates parameters in place, but the backward at {where} goes through a graph built "
                 f"before it{saved}")
