@@ -750,6 +750,14 @@ class Calls(AnalyzerCore):
         elif info.name in _SAME_DTYPE_CASTS and not info.view_of:
             # `h.to(torch.float32)`, `p.type_as(q)`: the tensor itself when it already has that dtype
             src, to = bound.get("self"), bound.get("dtype", bound.get("other"))
+            if info.name == "Tensor.to" and isinstance(src, T) and src.leaf and src.rg == YES and not src.maybe_tensor \
+                    and src.view is None and _to_device(n):
+                # `torch.tensor(0., requires_grad=True).to(device)`: on the device it is already on (the CPU it was
+                # made on, or the device it was made with) `.to` returns the leaf itself, not a copy
+                call = self.text(n)
+                call = call[call.rfind(".to("):] if ".to(" in call else call
+                return src.with_(view_op=f"`{call}` returns this very tensor when it is already on that device (the "
+                                         "CPU for a tensor made without one)")
             if isinstance(src, T) and self.float32(src) and not is_true(bound.get("copy")) and (
                     (isinstance(to, Ref) and to.qual in _FLOAT32_DTYPES) or (isinstance(to, T) and self.float32(to))):
                 info = dataclasses.replace(info, view_of="self")
@@ -1231,6 +1239,19 @@ _DTYPE_CASTS = frozenset({"Tensor.float", "Tensor.conj_physical", "torch.conj_ph
 # what is float32 whatever the code around it does (the default dtype of torch's random factories)
 _FLOAT32_ORIGINS = frozenset({"randn", "rand", "randn_like", "rand_like"})
 _SAME_DTYPE_CASTS = frozenset({"Tensor.to", "Tensor.type_as", "Tensor.type"})
+_DEVICE_WORD = re.compile(r"\bdev(ice)?\b|\.device\b|^['\"]cpu['\"]$")
+
+
+def _to_device(n: ast.AST) -> bool:
+    """``x.to(device)``, ``x.to(self.device)``, ``x.to(p.device)``, ``x.to("cpu")``, ``x.to(device=d)``: a move to
+    a device (no dtype, no copy asked for), told by how the argument is written."""
+    if not isinstance(n, ast.Call) or len(n.args) > 1 or any(k.arg not in ("device", "non_blocking") for k in n.keywords):
+        return False
+    if n.args:
+        a = n.args[0]
+        text = ast.unparse(a) if not isinstance(a, ast.Constant) else repr(a.value)
+        return _DEVICE_WORD.search(text) is not None
+    return any(k.arg == "device" for k in n.keywords)
 _FLOAT32_DTYPES = frozenset({"torch.float32", "torch.float"})
 # what makes a file's float tensors other than float32: reduced or double precision, autocast, a dtype chosen at
 # run time (`.to(dtype)`, `set_default_dtype`), Lightning's `precision=`, code that tests a dtype (`if x.dtype ==

@@ -370,7 +370,8 @@ class AnalyzerCore:
             if loop is not None:
                 extra = (*extra, ("param_loop", loop[0]), ("loop_var", loop[1]))
             self.report(Hazard("leaf", form, site, stmt, op, target, related=related,
-                               extra=(*extra, ("leaf_origin", origin), ("is_view", val.view is not None))))
+                               extra=(*extra, ("leaf_origin", origin), ("is_view", val.view is not None),
+                                      *((("same_tensor", val.view_op),) if val.view is None and val.view_op else ()))))
             return
         if val.view == "multi" and grad_on and not val.maybe_tensor and (val.rg >= MAYBE or (
                 operands_yes and val.origin != "iteration")):

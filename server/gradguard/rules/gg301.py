@@ -40,4 +40,6 @@ with torch.no_grad():
         origin = h.get("leaf_origin")
         where = f" ({origin})" if origin else ""
         view = "a view of " if h.get("is_view") else ""
-        return f"{h.op} modifies `{h.target}` in place, but it is {view}a leaf tensor that requires grad{where}"
+        same = h.get("same_tensor")
+        how = f"; {same}" if same else ""
+        return f"{h.op} modifies `{h.target}` in place, but it is {view}a leaf tensor that requires grad{where}{how}"
