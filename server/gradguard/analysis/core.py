@@ -243,12 +243,13 @@ class AnalyzerCore:
             else:
                 self.reach_unknown = True  # what it read is not known: the run cannot be replayed later
 
-    def step_event(self, owners: frozenset[Any], site: Site, stmt: Site, op: str) -> StepEvent:
+    def step_event(self, owners: frozenset[Any], site: Site, stmt: Site, op: str, st: State) -> StepEvent:
         """A step made here; inside another module's function called from the checked file, it is reported at
         that call (the helper is fine, the order in this file is not) and points into the helper."""
         if self.entry is not None and site.path != "":
-            return StepEvent(self.stamp, owners, self.entry[0], self.entry[1], op, site, tuple(self.call_stmts))
-        return StepEvent(self.stamp, owners, site, stmt, op, None, tuple(self.call_stmts))
+            return StepEvent(self.stamp, owners, self.entry[0], self.entry[1], op, site, tuple(self.call_stmts),
+                             st.heap.freed)
+        return StepEvent(self.stamp, owners, site, stmt, op, None, tuple(self.call_stmts), st.heap.freed)
 
     def set_attr(self, o: Obj, name: str, v: Val) -> None:
         """``o.name = v``, remembered while a branch runs so that the other branch starts from the old value and
@@ -413,7 +414,7 @@ class AnalyzerCore:
         if owners and not st.allow_mutation and param_step:
             # the module, and the parameter itself for a graph that saved it directly (`m.weight.mul(m.weight)`)
             owners |= frozenset(s for s in val.storages if s.param_of is not None)  # under allow_mutation_on_saved_tensors torch keeps a copy
-            st.heap.steps = (*st.heap.steps, self.step_event(owners, site, stmt, f"in-place update of `{target}`"))
+            st.heap.steps = (*st.heap.steps, self.step_event(owners, site, stmt, f"in-place update of `{target}`", st))
 
     def wrote(self, val: T, st: State, site: Site, op: str) -> None:
         """Remember an in-place write to ``val``'s storages (its version moves; see stale_view)."""

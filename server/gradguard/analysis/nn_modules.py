@@ -221,7 +221,7 @@ class NNModules(Summaries):
                 owners = o.cfg.get("owners")
                 own = owners.owners if isinstance(owners, Params) else frozenset()
                 stmt = self.stmt_site()
-                st.heap.steps = (*st.heap.steps, self.step_event(own, self.site(n), stmt, f"{self.text(n.func)}()"))
+                st.heap.steps = (*st.heap.steps, self.step_event(own, self.site(n), stmt, f"{self.text(n.func)}()", st))
             return NONE
         if o.kind == "ctx":
             self.touched(o)

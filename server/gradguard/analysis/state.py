@@ -25,6 +25,9 @@ class StepEvent:
     # the statements of the checked file's functions that called into the one making the update, outermost first
     # (from the function the analysis started in): where a fix moves the update from
     calls: tuple[Site, ...] = ()
+    # the graphs (owner, stamp) a backward had already freed on the path that made this update: it cannot have
+    # changed what they saved for a backward still to come (a path where they are not freed did not make it)
+    dead: frozenset[tuple[Any, int]] = frozenset()
 
 
 # Save records kept per storage: the first ones name the op in messages; a parameter used by hundreds of ops (or a

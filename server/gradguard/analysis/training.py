@@ -38,7 +38,8 @@ class Training(AnalyzerCore):
         for owner, stamp, carry in sorted(y.prov, key=lambda p: (p[1], p[2] is None, owner_key(p[0]))):
             if (owner, stamp) in heap.freed:
                 continue
-            ev = next((e for e in heap.steps if owner in e.owners and e.stamp > stamp), None)
+            ev = next((e for e in heap.steps if owner in e.owners and e.stamp > stamp
+                       and (owner, stamp) not in e.dead), None)
             if ev is None:
                 continue
             bw_stmt = self.stmt_site()
