@@ -669,6 +669,9 @@ class AnalyzerCore:
     def module_like(self, cls: ClassInfo) -> bool:
         raise NotImplementedError
 
+    def param_attrs(self, cls: ClassInfo) -> frozenset[str]:
+        raise NotImplementedError
+
     def module_param(self, obj: Obj, name: str) -> T:
         raise NotImplementedError
 

@@ -466,7 +466,8 @@ class Expressions(AnalyzerCore):
         base = self.ev(n.value, st, fr)
         v = self.getattr(base, n.attr, n, st)
         if isinstance(base, Obj) and not n.attr.startswith("__") and n.attr not in MODULE_API and (
-                (v is UNKNOWN and base.kind == "local" and base.info is not None and self.module_like(base.info))
+                (v is UNKNOWN and base.kind == "local" and base.info is not None and (
+                    self.module_like(base.info) or n.attr in self.param_attrs(base.info)))
                 or (isinstance(v, (Method, UnknownT)) and base.kind in _CONTAINERS and not n.attr.startswith("_")
                     and n.attr not in _CONTAINER_API)):
             # a module's attribute that __init__ set to something we cannot see (`self.model, self.save =

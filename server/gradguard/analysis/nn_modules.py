@@ -406,6 +406,19 @@ class NNModules(Summaries):
             o.training = True
         return o
 
+    def param_attrs(self, cls: ClassInfo) -> frozenset[str]:
+        """The attributes whose parameters the class's code (its own or a base's) reads: ``self.critic.parameters()``
+        handed to an optimizer, ``self.net.named_parameters()``. Whatever they hold is a module with parameters,
+        even when it was built where the analysis cannot see (a library's network builder)."""
+        got: frozenset[str] | None = getattr(cls, "_gg_param_attrs", None)
+        if got is None:
+            names: set[str] = set()
+            for c in cls.mro():
+                names |= _param_attrs_of(c.node)
+            got = frozenset(names)
+            cls._gg_param_attrs = got  # type: ignore[attr-defined]  # cached on the class, which it describes
+        return got
+
     def opaque_child(self, parent: Obj, name: str) -> Obj:
         """``parent.name`` for an object whose class we cannot see into (or an attribute set outside __init__):
         another such object, the same one on every read."""
@@ -417,7 +430,8 @@ class NNModules(Summaries):
         c.training = parent.training
         c.cfg["parent"] = parent  # type: ignore[assignment]
         if parent.cfg.get("data") is not None or (parent.kind == "local" and parent.info is not None
-                                                  and not self.module_like(parent.info)):
+                                                  and not self.module_like(parent.info)
+                                                  and name not in self.param_attrs(parent.info)):
             # an attribute of a plain object (a dataset, a frame record, a config) that __init__ did not show:
             # data, not a model; what calling it gives requires grad only if its tensor arguments do
             c.cfg["data"] = Const(True)
@@ -936,3 +950,20 @@ def _writes_objects(node: ast.AST) -> bool:
                 return True
     return False
 
+
+
+_PARAM_METHODS = frozenset({"parameters", "named_parameters"})
+
+
+def _param_attrs_of(node: ast.ClassDef) -> set[str]:
+    """``X`` of every ``self.X.parameters()`` / ``self.X.named_parameters()`` in the class body (cached on it)."""
+    got: set[str] | None = getattr(node, "_gg_param_attrs", None)
+    if got is None:
+        got = set()
+        for x in ast.walk(node):
+            if isinstance(x, ast.Call) and isinstance(x.func, ast.Attribute) and x.func.attr in _PARAM_METHODS:
+                recv = x.func.value
+                if isinstance(recv, ast.Attribute) and isinstance(recv.value, ast.Name) and recv.value.id == "self":
+                    got.add(recv.attr)
+        node._gg_param_attrs = got  # type: ignore[attr-defined]
+    return got
