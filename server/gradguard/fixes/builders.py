@@ -1422,7 +1422,7 @@ def _loop_escape_hatch(ctx: Ctx, step: Span, bw: Span) -> list[Fix]:
     if not re.search(r"^\s*import torch\b", ctx.source, re.M):
         return []
     lines = ctx.lines
-    # the loop holding both the backward and the step
+    # the outermost loop holding both the backward and the step (an episode loop around a step loop)
     ind = len(ctx.indent(bw.line))
     hdr = 0
     for j in range(bw.line - 1, 0, -1):
@@ -1432,12 +1432,13 @@ def _loop_escape_hatch(ctx: Ctx, step: Span, bw: Span) -> list[Fix]:
             continue
         ti = len(t) - len(t.lstrip())
         if ti < ind:
-            if re.match(r"(async\s+)?(for|while)\b", st):
-                hdr = j
-                break
             if re.match(r"(async\s+)?def\b|class\b", st):
                 return []
+            if re.match(r"(async\s+)?(for|while)\b", st):
+                hdr = j
             ind = ti
+            if ti == 0:
+                break
     if not hdr or step.line < hdr:
         return []
     base = ctx.indent(hdr)
