@@ -84,6 +84,12 @@ class Calls(AnalyzerCore):
                 return UNKNOWN_NUM
             recv = self.ev(n.func.value, st, fr)
             fv = self.getattr(recv, n.func.attr, n.func, st)
+            if fv is UNKNOWN and isinstance(recv, Obj) and recv.kind == "local" and recv.info is not None \
+                    and not n.func.attr.startswith("__") and (self.module_like(recv.info)
+                                                             or n.func.attr in self.param_attrs(recv.info)):
+                # `self.head(x)`, where __init__ set the head to what a registry built (`build_head(cfg)`): a
+                # module we cannot see into, called (see Expressions.e_Attribute)
+                fv = self.opaque_child(recv, n.func.attr)
         else:
             fv = self.ev(n.func, st, fr)
             if isinstance(fv, Ref) and fv.qual in NONDIFF_BUILTINS:
