@@ -406,6 +406,15 @@ class NNModules(Summaries):
             o.training = True
         return o
 
+    def _module_attr(self, o: Obj) -> bool:
+        """An opaque object that is a module's attribute (`self.head` of an nn.Module, set by a registry): a
+        submodule, called on whatever the module's forward has, not a lookup."""
+        parent = o.cfg.get("parent")
+        if not (isinstance(parent, Obj) and parent.kind == "local" and parent.info is not None):
+            return False
+        name = o.qual.rsplit(".", 1)[-1]
+        return parent.attrs.get(name) is o and (self.module_like(parent.info) or name in self.param_attrs(parent.info))
+
     def param_attrs(self, cls: ClassInfo) -> frozenset[str]:
         """The attributes whose parameters the class's code (its own or a base's) reads: ``self.critic.parameters()``
         handed to an optimizer, ``self.net.named_parameters()``. Whatever they hold is a module with parameters,
@@ -519,7 +528,7 @@ class NNModules(Summaries):
                 # a method of an unknown object called with nothing (`arr.copy()`, `obj.get_state()`): what it
                 # gives may not be a tensor at all (a NumPy array, a number)
                 return out.with_(maybe_tuple=True, maybe_tensor=True, rg=NO)
-            if not tensors and o.cfg.get("parent") is not None:
+            if not tensors and o.cfg.get("parent") is not None and not self._module_attr(o):
                 # nor when it is handed no tensor known to be one (`vocab.get_idx_for_item("<STOP>")`,
                 # `layer.compute_output_shape(shape)`): a lookup, a shape, a number as likely as a tensor
                 return out.with_(maybe_tuple=True, maybe_tensor=True)
