@@ -19,7 +19,7 @@ from gradguard.analysis.common import (
 )
 from gradguard.analysis.core import AnalyzerCore
 from gradguard.analysis.hazards import SaveRecord
-from gradguard.analysis.state import State
+from gradguard.analysis.state import State, join_states, split_paths
 from gradguard.analysis.values import (
     MAYBE,
     NO,
@@ -200,8 +200,16 @@ class Expressions(AnalyzerCore):
             return self.ev(n.body, st, fr)
         if is_false(test):
             return self.ev(n.orelse, st, fr)
-        return join_paths(self.ev_branch(n.body, st, fr, recording_allows(test, True)),
-                          self.ev_branch(n.orelse, st, fr, recording_allows(test, False)))
+        # each arm from its own copy of the state, joined as the arms of an `if` are: `out if self.bn is None else
+        # self.bn(out)` is bn's output on one path and the input bn saved on the other, never the input after bn ran
+        a, b = st.branch(), st.branch()
+        va = self.ev_branch(n.body, a, fr, recording_allows(test, True))
+        vb = self.ev_branch(n.orelse, b, fr, recording_allows(test, False))
+        (va, vb), alt_saved = split_paths([va, vb], [a.heap, b.heap])
+        merged = join_states(a, b, own=True)
+        assert merged is not None
+        st.env, st.heap = merged.env, merged.heap if not alt_saved else merged.heap.with_saved(alt_saved)
+        return join_paths(va, vb)
 
     def ev_branch(self, node: ast.expr, st: State, fr: Frame, recording: bool) -> Val:
         """An arm of a conditional expression; without autograd when its condition says so."""
