@@ -43,10 +43,13 @@ class Functions(Summaries):
             self.note_call(fi, fr.depth)
         if self.quiet:
             return UNKNOWN
-        if fi in self.active or fr.depth >= MAX_DEPTH:
+        # (a thin wrapper at the limit is still followed: it takes no level, and what it calls is cut as its caller's
+        # calls would be; `super_fn(x, a)` that only returns `SuperSpike.apply(x, a)`)
+        too_deep = fr.depth > MAX_DEPTH or (fr.depth == MAX_DEPTH and not thin(fi.node))
+        if fi in self.active or too_deep:
             if self.shared_recs:
-                self.note_cut(fi, fr.depth >= MAX_DEPTH)
-            if fr.depth >= MAX_DEPTH:
+                self.note_cut(fi, too_deep)
+            if too_deep:
                 self.cut_at_depth()
             return UNKNOWN
         key = self.call_key(fi, pos, kw, st)

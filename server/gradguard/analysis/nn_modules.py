@@ -794,6 +794,10 @@ class NNModules(Summaries):
                 return Seq.of([fix(x) for x in v.items], v.kind)
             return v
 
+        if res is UNKNOWN:
+            # a forward not followed (the call-depth limit): still a Function's output, new, requiring grad when an
+            # input does (it may be a tuple of them)
+            res = T(frozenset({Storage(display)}), origin=display, maybe_tuple=True)
         res = fix(res)
         saved = ctx.attrs.get("__saved__")
         if rg and isinstance(saved, Seq):
