@@ -268,6 +268,11 @@ class Statements(AnalyzerCore):
                         if a == "value" and isinstance(v, T):
                             self.save(v, st, SaveRecord("item assignment", "the assigned value", self.site(stmt),
                                                         info.name))
+                if isinstance(v, T) and not v.maybe_tensor and v.rg >= MAYBE and not st.no_grad and not base.leaf \
+                        and base.origin not in INTEGER_ORIGINS and (v.rg > base.rg or not v.prov <= base.prov):
+                    # `loss[:, idx] = cur_loss`: the tensor written into now requires grad and carries the value's
+                    # graph (a CopySlices node over it), as a name for it is read from here on
+                    self._rebind(t.value, base.with_(rg=max(base.rg, v.rg), prov=base.prov | v.prov), st, fr)
             elif isinstance(base, (Seq, Alt)) and isinstance(t.value, ast.Name) and (
                     replaced := _with_item(base, key, v)) is not None:
                 st.env[t.value.id] = replaced  # `rep[0] = nn.ReLU(inplace=False)`: that item is now the new one
@@ -468,7 +473,7 @@ class Statements(AnalyzerCore):
         # stepped on before iteration 3's backward); loops nested in loops get fewer passes, so that the
         # product over any nest stays at most MAX_LOOP_PRODUCT and the cost linear in the code.
         product = self.loop_product
-        passes = 3 if product == 1 else (2 if product * 2 <= MAX_LOOP_PRODUCT else 1)
+        passes = 3 if product == 1 else (2 if product * 2 <= MAX_LOOP_PRODUCT or _trains(node) else 1)
         self.loop_product = product * passes
         fr.loops.append(loop)
         self.active_loops.append(node)
@@ -696,6 +701,33 @@ class Statements(AnalyzerCore):
             obj = self.ev(target.value, st, fr)
             if isinstance(obj, Obj):
                 self.set_attr(obj, target.attr, v)
+
+
+# ops whose output is an integer or boolean tensor: a value written into it is cast, and it never requires grad
+INTEGER_ORIGINS = frozenset({"long", "int", "short", "byte", "char", "bool", "argmax", "argmin", "argsort", "nonzero",
+                             "randint", "randperm", "searchsorted", "bucketize", "isnan", "isinf", "isfinite",
+                             "logical_and", "logical_or", "logical_not", "logical_xor"})
+
+
+def _trains(node: ast.For | ast.AsyncFor | ast.While) -> bool:
+    """Does the loop's own body (not a loop nested in it) both backpropagate and step (`for idx, l in
+    enumerate(losses): l.backward(retain_graph=True); optimizer[idx].step()`)? Such a loop gets a second pass
+    even deep in a nest: what its second iteration backpropagates is what its first one's step changed."""
+    got: bool | None = getattr(node, "_gg_trains", None)
+    if got is None:
+        calls: set[str] = set()
+        stack: list[ast.AST] = list(node.body)
+        while stack:
+            x = stack.pop()
+            if isinstance(x, (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                              ast.Lambda)):
+                continue
+            if isinstance(x, ast.Call) and isinstance(x.func, ast.Attribute) and x.func.attr in ("backward", "step"):
+                calls.add(x.func.attr)
+            stack.extend(ast.iter_child_nodes(x))
+        got = len(calls) == 2
+        node._gg_trains = got  # type: ignore[union-attr]  # cached on the tree it describes
+    return got
 
 
 def _jumps(node: ast.For | ast.AsyncFor) -> bool:
