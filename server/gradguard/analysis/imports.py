@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import builtins
 import re
+import string
 
 from gradguard.analysis.common import MAX_DEPTH, Frame
 from gradguard.analysis.core import AnalyzerCore
@@ -223,7 +224,6 @@ def _name_pattern(e: ast.expr) -> list[str | None] | None:
             if left is not None or right is not None else None
     if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr == "format" \
             and isinstance(e.func.value, ast.Constant) and isinstance(e.func.value.value, str):
-        import string
         try:
             parsed = list(string.Formatter().parse(e.func.value.value))
         except ValueError:

@@ -10,6 +10,9 @@ class InplaceOnLeaf(Rule):
 A leaf that requires grad is where gradients accumulate; autograd cannot record an in-place change to it, so
 torch raises *a leaf Variable that requires grad is being used in an in-place operation* right at the call
 (for a view of a leaf: *a view of a leaf Variable that requires grad is being used in an in-place operation*).
+A cast that has nothing to do returns the leaf itself, not a copy: `.to(device)` on the device the tensor is
+already on (the CPU, for `torch.tensor(0.0, requires_grad=True)` made without a device), `.float()` of a float32
+tensor.
 """
     fix = """
 Update parameters under `with torch.no_grad():` (what optimizers do), or compute a new tensor out of place
