@@ -85,7 +85,7 @@ class Calls(AnalyzerCore):
             recv = self.ev(n.func.value, st, fr)
             fv = self.getattr(recv, n.func.attr, n.func, st)
             if fv is UNKNOWN and isinstance(recv, Obj) and recv.kind == "local" and recv.info is not None \
-                    and not n.func.attr.startswith("__") and (self.module_like(recv.info)
+                    and not n.func.attr.startswith("__") and (self.nn_module_like(recv.info)
                                                              or n.func.attr in self.param_attrs(recv.info)):
                 # `self.head(x)`, where __init__ set the head to what a registry built (`build_head(cfg)`): a
                 # module we cannot see into, called (see Expressions.e_Attribute)

@@ -672,6 +672,9 @@ class AnalyzerCore:
     def param_attrs(self, cls: ClassInfo) -> frozenset[str]:
         raise NotImplementedError
 
+    def nn_module_like(self, cls: ClassInfo) -> bool:
+        raise NotImplementedError
+
     def module_param(self, obj: Obj, name: str) -> T:
         raise NotImplementedError
 

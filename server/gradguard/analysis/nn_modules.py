@@ -75,6 +75,17 @@ class NNModules(Summaries):
                     return True
         return False
 
+    def nn_module_like(self, cls: ClassInfo) -> bool:
+        """An nn.Module proper: a `forward`, or a base from torch.nn (not a torch distribution or other torch base
+        whose attributes hold tensors and callables rather than submodules)."""
+        for c in cls.mro():
+            if "forward" in c.methods:
+                return True
+            for b in c.bases:
+                if isinstance(b, Ref) and b.qual.startswith("torch.nn."):
+                    return True
+        return False
+
     def _conv_act(self, o: Obj, x: Val, n: ast.Call, st: State, fr: Frame) -> Val:
         """Calling mmcv's ConvModule (its source not found): its conv, then its activation on the conv's output (the
         norm between them saves its input, not its output)."""
@@ -413,7 +424,8 @@ class NNModules(Summaries):
         if not (isinstance(parent, Obj) and parent.kind == "local" and parent.info is not None):
             return False
         name = o.qual.rsplit(".", 1)[-1]
-        return parent.attrs.get(name) is o and (self.module_like(parent.info) or name in self.param_attrs(parent.info))
+        return parent.attrs.get(name) is o and (self.nn_module_like(parent.info)
+                                                or name in self.param_attrs(parent.info))
 
     def param_attrs(self, cls: ClassInfo) -> frozenset[str]:
         """The attributes whose parameters the class's code (its own or a base's) reads: ``self.critic.parameters()``
