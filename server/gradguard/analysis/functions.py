@@ -27,8 +27,8 @@ from gradguard.analysis.values import (
     Seq,
     Storage,
     Val,
+    choice,
     fresh,
-    join,
     join_paths,
     next_id,
 )
@@ -127,7 +127,7 @@ class Functions(Summaries):
                     env[p.arg] = fresh(p.arg, rg=NO, maybe_tensor=True)
         if a.vararg:
             rest = pos[i:]
-            env[a.vararg.arg] = Seq.of(rest, "tuple") if spread is None else Seq(None, join_all([*rest, spread]), "tuple")
+            env[a.vararg.arg] = Seq.of(rest, "tuple") if spread is None else Seq(None, choice([*rest, spread]), "tuple")
         for p in a.kwonlyargs:
             if p.arg in kw:
                 env[p.arg] = kw[p.arg]
@@ -200,17 +200,8 @@ def _spread(pos: list[Val]) -> tuple[list[Val], Val | None]:
                     elems.append(UNKNOWN)
                 else:
                     elems.append(w)
-            return pos[:i], join_all(elems)
+            return pos[:i], choice(elems)
     return pos, None
-
-
-def join_all(vals: list[Val]) -> Val:
-    if not vals:
-        return UNKNOWN
-    out = vals[0]
-    for v in vals[1:]:
-        out = join(out, v)
-    return out
 
 
 def thin(node: ast.AST) -> bool:
