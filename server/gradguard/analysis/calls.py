@@ -1074,7 +1074,8 @@ class Calls(AnalyzerCore):
                 if recv.view is None and recv_node is not None:
                     # the very tensor stops requiring grad (`x.detach_()` as a statement changes x: writing to it
                     # afterwards is not a leaf's in-place write)
-                    made = recv.with_(rg=NO, leaf=False)
+                    # (and it no longer holds a graph: what it was computed from is not part of later graphs)
+                    made = recv.with_(rg=NO, leaf=False, prov=frozenset())
                     self.rebind_expr(recv_node, made, st, fr)
                     return made
                 return T(recv.storages, rg=NO, origin="detach")

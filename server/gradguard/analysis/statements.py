@@ -272,7 +272,14 @@ class Statements(AnalyzerCore):
                         and base.origin not in INTEGER_ORIGINS and (v.rg > base.rg or not v.prov <= base.prov):
                     # `loss[:, idx] = cur_loss`: the tensor written into now requires grad and carries the value's
                     # graph (a CopySlices node over it), as a name for it is read from here on
-                    self._rebind(t.value, base.with_(rg=max(base.rg, v.rg), prov=base.prov | v.prov), st, fr)
+                    prov = v.prov
+                    if isinstance(t.value, ast.Attribute) and prov:
+                        # a tensor kept on an object (a memory buffer, `self.memory[n_id] = gru(...)`): it outlives
+                        # the iteration, and the next one builds on the graph written into it, as `self.h = ...`
+                        wcarry: tuple[Site, str, Site, object] = (self.site(stmt), self.text(t.value),
+                                                                  self.site(stmt.value), "attribute")
+                        prov = frozenset((o, s_, c or wcarry) for (o, s_, c) in prov)
+                    self._rebind(t.value, base.with_(rg=max(base.rg, v.rg), prov=base.prov | prov), st, fr)
             elif isinstance(base, (Seq, Alt)) and isinstance(t.value, ast.Name) and (
                     replaced := _with_item(base, key, v)) is not None:
                 st.env[t.value.id] = replaced  # `rep[0] = nn.ReLU(inplace=False)`: that item is now the new one

@@ -251,8 +251,10 @@ class Summaries(SharedSummaries):
         now. Tensors it holds are told apart by their storages' numbers (deterministic, unlike ``id()``)."""
         def akey(a: Val) -> Hashable:
             if isinstance(a, T):
+                # (whether it carries a graph: a state tensor that a method reads, as `self.memory[n_id] = gru(..)`
+                # left it, builds on the graph it holds)
                 return ("T", tuple(sorted(s.sid for s in a.storages)), a.rg, a.view,
-                        any(s in saved for s in a.storages))
+                        any(s in saved for s in a.storages), bool(a.prov))
             if isinstance(a, Obj):
                 return ("O", a.oid, self._obj_state(a, saved, depth + 1)) if depth < 1 else ("O", a.oid)
             return self._vkey(a, saved, 2)

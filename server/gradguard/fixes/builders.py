@@ -1277,11 +1277,9 @@ def _carry(ctx: Ctx) -> list[Fix]:
     if vsp is not None and last == carry.end_line and ctx.starts_line(carry):
         fixes += _detach_value(ctx, vsp, name, tuple_state)
     if ctx.starts_line(carry):
-        nl = ctx.nl
-        if last < len(ctx.lines):
-            edit = _insert(last + 1, 1, f"{ind}{name} = {detached}{nl}")
-        else:
-            edit = _insert(last, len(ctx.lines[last - 1]) + 1, f"{nl}{ind}{name} = {detached}")
+        # at the end of the block's last line (the line after it is blank or dedented: an edit there would be
+        # checked as part of whatever statement follows the block)
+        edit = _insert(last, len(ctx.lines[last - 1]) + 1, f"{ctx.nl}{ind}{name} = {detached}")
         fixes.append(Fix(f"Detach `{name}` at the end of the iteration: `{name} = {detached}` (truncates "
                          "backprop through time)", False, (edit,), kind="detach"))
     if vsp is not None and last != carry.end_line:
