@@ -238,7 +238,8 @@ _DEF_NAME = re.compile(r"\s*(?:async\s+)?def\s+(\w+)")
 
 
 def _ng_only_lines(lines: list[str], seeds: frozenset[int] = frozenset(),
-                   vetoed: Callable[[set[str]], set[str]] | None = None, scanned: set[int] | None = None) -> set[int]:
+                   vetoed: Callable[[set[str], set[str]], set[str]] | None = None,
+                   scanned: set[int] | None = None) -> set[int]:
     """The defs of ``lines`` that only run under no_grad. ``vetoed(names)``: which of these names other files use
     outside no_grad (the file's own uses are not all of them: `agent.py` calls `model.calculate_fractions(...)` with
     grad on, `model.py` only under no_grad). ``scanned``: the answer without seeds and vetoes, when a scan of
@@ -246,8 +247,10 @@ def _ng_only_lines(lines: list[str], seeds: frozenset[int] = frozenset(),
     if seeds or any(("no_grad" in ln or "inference_mode" in ln or "set_grad_enabled" in ln) for ln in lines):
         got = set(scanned) if scanned is not None and not seeds else no_grad_only(lines, seeds)
         if got and vetoed is not None:
-            names = {m.group(1) for ln in got if 0 < ln <= len(lines) and (m := _DEF_NAME.match(lines[ln - 1]))}
-            veto = frozenset(vetoed(names))
+            defs = [(lines[ln - 1], m.group(1)) for ln in got if 0 < ln <= len(lines)
+                    and (m := _DEF_NAME.match(lines[ln - 1]))]
+            top = {name for text, name in defs if not text[:1].isspace()}  # module-level functions
+            veto = frozenset(vetoed({name for _text, name in defs}, top))
             if veto:
                 got = no_grad_only(lines, seeds, veto)
         return got
@@ -482,21 +485,21 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         path = src.path if src is not None else self.file
         if self.project is None or not path or isinstance(fi.node, ast.Lambda):
             return False
-        files = self.project.callers.used_outside(fi.node.name, path)
+        files = self.project.callers.used_outside(fi.node.name, path, top_level=fi.node.col_offset == 0)
         self.context_deps.update(files)
         return bool(files)
 
-    def _used_elsewhere(self, path: str) -> Callable[[set[str]], set[str]] | None:
-        """A function from names to those of them that workspace files other than ``path`` use outside no_grad
-        (None without a project)."""
+    def _used_elsewhere(self, path: str) -> Callable[[set[str], set[str]], set[str]] | None:
+        """A function from names (and those of them defined at module level) to those of them that workspace files
+        other than ``path`` use outside no_grad (None without a project)."""
         if self.project is None or not path:
             return None
         index = self.project.callers
 
-        def vetoed(names: set[str]) -> set[str]:
+        def vetoed(names: set[str], top: set[str]) -> set[str]:
             out = set()
             for name in names:
-                files = index.used_outside(name, path)
+                files = index.used_outside(name, path, top_level=name in top)
                 if files:
                     out.add(name)
                     self.context_deps.update(files)

@@ -40,12 +40,13 @@ if TYPE_CHECKING:
     from gradguard.project.sources import SourceFile
 
 _WORDS = re.compile(r"\w+")
+_TOP_DEF = re.compile(r"^(?:async\s+)?def\s+(\w+)", re.M)
 MAX_FILES = 2_000  # a larger workspace is not indexed: its functions keep the contexts their own file shows
 _MARKERS = ("no_grad", "inference_mode", "set_grad_enabled")
 
 
 class _Entry:
-    __slots__ = ("_called", "_sinks", "_words", "marked", "scan", "sf")
+    __slots__ = ("_called", "_sinks", "_tops", "_words", "marked", "scan", "sf")
 
     def __init__(self, sf: SourceFile):
         self.sf = sf
@@ -53,6 +54,7 @@ class _Entry:
         self._sinks: set[str] | None = None
         self._words: frozenset[str] | None = None
         self._called: set[str] | None = None
+        self._tops: set[str] | None = None
         # opens a no_grad context (a block or a decorator): read up front for candidates. A file that only mentions
         # no_grad (a comment, a string) uses nothing inside it.
         self.marked = any(m in sf.text for m in _MARKERS) and opens_context(sf.lines, NO_GRAD_BLOCK,
@@ -70,6 +72,12 @@ class _Entry:
         if self._words is None:
             self._words = frozenset(map(sys.intern, _WORDS.findall(self.sf.text)))  # one string per word: ~25 kB a file
         return name in self._words
+
+    def defines_top(self, name: str) -> bool:
+        """Does the file define a module-level function ``name`` (``def name(`` at column 0)?"""
+        if self._tops is None:
+            self._tops = {m.group(1) for m in _TOP_DEF.finditer(self.sf.text)}
+        return name in self._tops
 
     def called_outside(self) -> set[str]:
         """The names the file calls outside no_grad code (a file that opens no context: every call it makes)."""
@@ -189,22 +197,25 @@ class CallerIndex:
             return None
         return e.scan.ng_only
 
-    def used_outside(self, name: str, skip: str) -> list[str]:
+    def used_outside(self, name: str, skip: str, top_level: bool = False) -> list[str]:
         """A workspace file other than ``skip`` that calls ``name`` (``name(...)``, ``obj.name(...)``) outside no_grad
         code, or none: a function its own file only calls under no_grad may be called with grad on from another. (A
-        variable of that name is not a call of it.)
+        variable of that name is not a call of it.) ``top_level``: ``name`` is a module-level function of ``skip``;
+        a file that defines a module-level function of that name itself calls its own (sibling example scripts each
+        with their own `adam` or `train`), not this one.
 
         One such file is a witness enough: the answer stands while that file is unchanged, whatever the others do
         (an edit to the witness is a change to a dependency, and asks again). So the search stops at the first file
         found, and common names (``step``, ``update``) do not read every file that uses them. ``skip`` (the asking
         file, which its own analysis reads) is not read: in the editor it is the file being typed in."""
         self._refresh()
-        key = (name, skip)
+        key = (name, skip, top_level)
         got = self._outside.get(key)
         if got is None:
             got = []
             for path, e in self._entries.items():
-                if path != skip and e.uses(name) and name in e.called_outside():
+                if path != skip and e.uses(name) and name in e.called_outside() and not (
+                        top_level and e.defines_top(name)):
                     got.append(path)
                     break
             self._outside[key] = got
