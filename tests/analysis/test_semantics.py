@@ -238,6 +238,23 @@ CASES = [
         y += 1
         y.sum().backward()
     """, ["GG101"], "error"),
+    ("star_of_sequences_empty_on_every_path", """
+        import torch
+        import torch.nn as nn
+        def bump(b, *scales):
+            b.add_(1)
+            return b * 2
+        class Bump(nn.Module):
+            def forward(self, x, flag=False):
+                h = torch.sigmoid(x)
+                if flag:
+                    extra = ()
+                else:
+                    extra = []
+                return bump(h, *extra)  # `*extra` gives no argument whichever arm ran
+        x = torch.randn(3, requires_grad=True)
+        Bump()(x).sum().backward()
+    """, ["GG101"], "error"),
 ]
 
 

@@ -193,6 +193,9 @@ def _spread(pos: list[Val]) -> tuple[list[Val], Val | None]:
         if isinstance(v, Seq) and v.kind in ("star", "staralt"):
             if v.kind == "staralt" and isinstance(v.elem, Alt):
                 elems = [x for sq in v.elem.alts for x in (sq.items if sq.items is not None else (sq.elem,))]
+                if not elems:  # `*()` on every path: it gives no argument
+                    rest, spread = _spread(pos[i + 1:])
+                    return pos[:i] + rest, spread
             else:
                 elems = [v.elem]
             for w in pos[i + 1:]:

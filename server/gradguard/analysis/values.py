@@ -422,8 +422,8 @@ def choice(vals: list[Val]) -> Val:
                                   and x.obj is y.obj) or (isinstance(x, Ref) and isinstance(y, Ref) and x.qual == y.qual)
                        or (isinstance(x, ClassV) and isinstance(y, ClassV) and x.info is y.info) for y in alts):
                 alts.append(x)
-    if len(alts) == 1:
-        return alts[0]
+    if len(alts) <= 1:
+        return alts[0] if alts else UNKNOWN
     if 1 < len(alts) <= MAX_CHOICE and all(_instances(x) is not None or isinstance(x, (Bound, Method, Func))
                                           or _callable(x) for x in alts) \
             and len({(id(x.info) if x.info is not None else x.qual) if isinstance(x, Obj) else id(x)
