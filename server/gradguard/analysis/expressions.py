@@ -499,8 +499,11 @@ class Expressions(AnalyzerCore):
                 return self.opaque_child(self.opaque_for(recv), n.attr)
             if isinstance(recv, T) and not recv.maybe_tensor and n.attr in TENSOR_PROPERTIES:
                 return self.new_tensor([recv], st, n.attr)  # `dist.mean`, `outputs.logits` of a call's result
-            if isinstance(recv, T) and not recv.maybe_tensor and n.attr not in TENSOR_METHOD_VALUES:
-                return self.opaque_child(self.opaque_for(recv), n.attr)  # `out.stores`: something of an object
+            if isinstance(recv, T) and not recv.maybe_tensor and n.attr not in TENSOR_METHOD_VALUES \
+                    and self.kb.get(f"Tensor.{n.attr}") is None:
+                # `out.stores`: something of an object. (A tensor method taken as a value, `matrix.matmul` passed
+                # as a closure, stays the method: calling it runs the op, not a module's forward.)
+                return self.opaque_child(self.opaque_for(recv), n.attr)
         return v
 
     def class_of(self, o: Obj) -> Val:
