@@ -244,7 +244,8 @@ def _ng_only_lines(lines: list[str], seeds: frozenset[int] = frozenset(),
     outside no_grad (the file's own uses are not all of them: `agent.py` calls `model.calculate_fractions(...)` with
     grad on, `model.py` only under no_grad). ``scanned``: the answer without seeds and vetoes, when a scan of
     these lines already gave it."""
-    if seeds or any(("no_grad" in ln or "inference_mode" in ln or "set_grad_enabled" in ln) for ln in lines):
+    if seeds or any(("no_grad" in ln or "inference_mode" in ln or "set_grad_enabled" in ln or "(ctx" in ln)
+                    for ln in lines):
         got = set(scanned) if scanned is not None and not seeds else no_grad_only(lines, seeds)
         if got and vetoed is not None:
             defs = [(lines[ln - 1], m.group(1)) for ln in got if 0 < ln <= len(lines)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from gradguard.project.context_scan import (
     NO_GRAD_BLOCK,
     NO_GRAD_DECORATOR,
+    NO_GRAD_DEF,
     ContextScan,
     called_names,
     opens_context,
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
 _WORDS = re.compile(r"\w+")
 _TOP_DEF = re.compile(r"^(?:async\s+)?def\s+(\w+)", re.M)
 MAX_FILES = 2_000  # a larger workspace is not indexed: its functions keep the contexts their own file shows
-_MARKERS = ("no_grad", "inference_mode", "set_grad_enabled")
+_MARKERS = ("no_grad", "inference_mode", "set_grad_enabled", "(ctx")  # ("(ctx": an autograd.Function's forward)
 
 
 class _Entry:
@@ -58,7 +59,7 @@ class _Entry:
         # opens a no_grad context (a block or a decorator): read up front for candidates. A file that only mentions
         # no_grad (a comment, a string) uses nothing inside it.
         self.marked = any(m in sf.text for m in _MARKERS) and opens_context(sf.lines, NO_GRAD_BLOCK,
-                                                                            NO_GRAD_DECORATOR)
+                                                                            NO_GRAD_DECORATOR, NO_GRAD_DEF)
 
     def sinks(self) -> set[str]:
         """The callee names whose results this file differentiates (:mod:`.grad_uses`)."""
@@ -89,7 +90,7 @@ class _Entry:
 
     def scanned(self) -> ContextScan:
         if self.scan is None:
-            self.scan = scan_contexts(self.sf.lines, NO_GRAD_BLOCK, NO_GRAD_DECORATOR, words=True)
+            self.scan = scan_contexts(self.sf.lines, NO_GRAD_BLOCK, NO_GRAD_DECORATOR, words=True, def_re=NO_GRAD_DEF)
         return self.scan
 
 

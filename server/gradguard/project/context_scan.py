@@ -14,6 +14,10 @@ _WITH_NG_RE = re.compile(r"^(\s*)(?:async\s+)?with\b.*\b(?:no_grad|inference_mod
 _DECO_NG_RE = re.compile(r"^\s*@.*\b(?:no_grad|inference_mode)\b")
 
 
+# `def forward(ctx, ...)`: an autograd.Function's forward (or backward), which autograd runs with grad off
+_CTX_DEF_RE = re.compile(r"^\s*def\s+(?:forward|backward)\s*\(\s*ctx\b")
+
+
 _WITH_AM_RE = re.compile(r"^(\s*)(?:async\s+)?with\b.*\ballow_mutation_on_saved_tensors\b")
 
 
@@ -26,7 +30,7 @@ _WORD_RE = re.compile(r"[A-Za-z_]\w*")
 _STR_RE = re.compile(r"([\'\"])(?:\\.|(?!\1).)*\1")
 
 
-NO_GRAD_BLOCK, NO_GRAD_DECORATOR = _WITH_NG_RE, _DECO_NG_RE
+NO_GRAD_BLOCK, NO_GRAD_DECORATOR, NO_GRAD_DEF = _WITH_NG_RE, _DECO_NG_RE, _CTX_DEF_RE
 
 
 def no_grad_only(lines: list[str], seeds: frozenset[int] = frozenset(),
@@ -34,7 +38,7 @@ def no_grad_only(lines: list[str], seeds: frozenset[int] = frozenset(),
     """Functions (by the line of their ``def``) only ever referenced from no_grad code: they run under no_grad.
     ``seeds``: lines of the defs of functions whose callers elsewhere all run under no_grad; ``vetoed``: names other
     files use outside no_grad (never no-grad-only, whatever this file does). See ``context_only``."""
-    return context_only(lines, _WITH_NG_RE, _DECO_NG_RE, seeds, vetoed)
+    return context_only(lines, _WITH_NG_RE, _DECO_NG_RE, seeds, vetoed, _CTX_DEF_RE)
 
 
 def allow_mutation_only(lines: list[str]) -> set[int]:
@@ -43,24 +47,28 @@ def allow_mutation_only(lines: list[str]) -> set[int]:
 
 
 def context_only(lines: list[str], with_re: re.Pattern[str], deco_re: re.Pattern[str],
-                 seeds: frozenset[int] = frozenset(), vetoed: frozenset[str] = frozenset()) -> set[int]:
+                 seeds: frozenset[int] = frozenset(), vetoed: frozenset[str] = frozenset(),
+                 def_re: re.Pattern[str] | None = None) -> set[int]:
     """Functions (by the line of their ``def``) only ever referenced from code under a context: they run under it.
 
     A function is no-grad-only when it is decorated with no_grad, or when every reference to its name in the
     file (a call, or passing it around) sits inside a ``with torch.no_grad()`` block or inside another
     no-grad-only function. Optimizer helpers (``_single_tensor_adamw``) and reparameterisation code qualify.
     ``seeds``: lines of the defs of functions known from elsewhere to run only under the context (their callers
-    in other files, see :mod:`.callers`).
+    in other files, see :mod:`.callers`). ``def_re``: defs that run under the context by what they are (an
+    autograd.Function's ``forward(ctx, ...)`` runs with grad off), as a decorated one does.
     Works on the text (indentation delimits blocks): a fraction of the cost of walking the tree.
     """
-    if not seeds and not opens_context(lines, with_re, deco_re):
+    if not seeds and not opens_context(lines, with_re, deco_re, def_re):
         return set()  # no block and no decorator opens the context: nothing runs only under it
-    return scan_contexts(lines, with_re, deco_re, seeds, vetoed=vetoed).ng_only
+    return scan_contexts(lines, with_re, deco_re, seeds, vetoed=vetoed, def_re=def_re).ng_only
 
 
-def opens_context(lines: list[str], with_re: re.Pattern[str], deco_re: re.Pattern[str]) -> bool:
-    """Does a ``with`` block or a decorator open the context anywhere in the file?"""
-    return any(with_re.match(ln) or deco_re.match(ln) for ln in lines if "with" in ln or "@" in ln)
+def opens_context(lines: list[str], with_re: re.Pattern[str], deco_re: re.Pattern[str],
+                  def_re: re.Pattern[str] | None = None) -> bool:
+    """Does a ``with`` block, a decorator (or a def ``def_re`` matches) open the context anywhere in the file?"""
+    return any(with_re.match(ln) or deco_re.match(ln) for ln in lines if "with" in ln or "@" in ln) or (
+        def_re is not None and any(def_re.match(ln) for ln in lines if "ctx" in ln and "def" in ln))
 
 
 class ContextScan:
@@ -115,7 +123,7 @@ def _without_triple_quoted(code: str, doc: str) -> tuple[str, str]:
 
 def scan_contexts(lines: list[str], with_re: re.Pattern[str], deco_re: re.Pattern[str],
                   seeds: frozenset[int] = frozenset(), words: bool = False,
-                  vetoed: frozenset[str] = frozenset()) -> ContextScan:
+                  vetoed: frozenset[str] = frozenset(), def_re: re.Pattern[str] | None = None) -> ContextScan:
     out = ContextScan()
     defs: dict[str, list[int]] = {}
     decorated: set[int] = set()
@@ -153,7 +161,7 @@ def scan_contexts(lines: list[str], with_re: re.Pattern[str], deco_re: re.Patter
         m = _DEF_RE.match(text) if stripped.startswith(("def", "async")) else None
         if m:
             defs.setdefault(m.group(2), []).append(no)
-            if deco_ng or no in seeds:
+            if deco_ng or no in seeds or (def_re is not None and "ctx" in text and def_re.match(text)):
                 decorated.add(no)
             stack.append((indent, "def", no))
             cur_fn = no
