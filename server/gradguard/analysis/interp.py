@@ -60,6 +60,7 @@ from gradguard.analysis.values import (
     FuncInfo,
     Obj,
     Seq,
+    T,
     Val,
     fresh,
 )
@@ -587,7 +588,11 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
             elif d is not None and not isinstance(d, Const):
                 env[p.arg] = d  # `norm_layer=nn.LayerNorm`, `act=nn.ReLU()`: what the default usage runs
             else:
-                env[p.arg] = fresh(p.arg, rg=rg, maybe_tensor=not is_tensor)
+                env[p.arg] = v = fresh(p.arg, rg=rg, maybe_tensor=not is_tensor)
+                if rg == NO and not is_tensor and isinstance(v, T):
+                    # a parameter of code that handles data, not graphs: called (`matmul_closure(q)`, a closure
+                    # passed in), it is a function of its arguments, not a model whose parameters require grad
+                    self.opaque_for(v).cfg["data"] = Const(True)
         if args.vararg:
             env[args.vararg.arg] = Seq(None, UNKNOWN, "tuple")
         if args.kwarg:
