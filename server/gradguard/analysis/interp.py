@@ -589,9 +589,11 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
                 env[p.arg] = d  # `norm_layer=nn.LayerNorm`, `act=nn.ReLU()`: what the default usage runs
             else:
                 env[p.arg] = v = fresh(p.arg, rg=rg, maybe_tensor=not is_tensor)
-                if rg == NO and not is_tensor and isinstance(v, T):
-                    # a parameter of code that handles data, not graphs: called (`matmul_closure(q)`, a closure
-                    # passed in), it is a function of its arguments, not a model whose parameters require grad
+                if rg == NO and not is_tensor and fi.cls is None and isinstance(v, T):
+                    # a parameter of a function in a file that builds no graph: called (`matmul_closure(q)`, a
+                    # closure passed in), it is a function of its arguments, not a model whose parameters require
+                    # grad. (A plain class's method may still be handed a model: a diffusers attention processor's
+                    # `attn.to_qkv(hidden_states)`.)
                     self.opaque_for(v).cfg["data"] = Const(True)
         if args.vararg:
             env[args.vararg.arg] = Seq(None, UNKNOWN, "tuple")
