@@ -276,8 +276,10 @@ class Statements(AnalyzerCore):
                     if isinstance(t.value, ast.Attribute) and prov:
                         # a tensor kept on an object (a memory buffer, `self.memory[n_id] = gru(...)`): it outlives
                         # the iteration, and the next one builds on the graph written into it, as `self.h = ...`
+                        vnode = stmt.value if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)) \
+                            and stmt.value is not None else t
                         wcarry: tuple[Site, str, Site, object] = (self.site(stmt), self.text(t.value),
-                                                                  self.site(stmt.value), "attribute")
+                                                                  self.site(vnode), "attribute")
                         prov = frozenset((o, s_, c or wcarry) for (o, s_, c) in prov)
                     self._rebind(t.value, base.with_(rg=max(base.rg, v.rg), prov=base.prov | prov), st, fr)
             elif isinstance(base, (Seq, Alt)) and isinstance(t.value, ast.Name) and (

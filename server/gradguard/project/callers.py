@@ -105,7 +105,7 @@ class CallerIndex:
         self._answers: dict[tuple[str, bool], bool] = {}
         self._witnesses: dict[tuple[str, bool], list[str]] = {}
         self._differentiated: dict[str, list[str]] = {}  # callee name -> the files that differentiate its results
-        self._outside: dict[tuple[str, str], list[str]] = {}  # (name, asking file) -> a file that calls it with grad
+        self._outside: dict[tuple[str, str, bool], list[str]] = {}  # (name, asking file, top-level) -> a caller with grad
 
     def files(self) -> list[str]:
         if self._files is None:
