@@ -209,6 +209,11 @@ class NNModules(Summaries):
         if name == "requires_grad_" and o.kind != "optimizer":
             self.freeze(o, pos, kw)
             return o
+        if name == "register_full_backward_hook" and o.kind in ("torch", "sequential", "modulelist", "local"):
+            # from here on its calls wrap their inputs and outputs (see call_obj); the receiver's text names it
+            recv = n.func.value if isinstance(n.func, ast.Attribute) else n.func
+            o.cfg["full_backward_hook"] = Const(self.text(recv)[:40])
+            return UNKNOWN
         if o.kind == "opaque":
             if name == "parameters":
                 return Params(frozenset({o}))
@@ -527,6 +532,18 @@ class NNModules(Summaries):
 
     def call_obj(self, o: Obj, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State, fr: Frame,
                  in_seq: Obj | None) -> Val:
+        hook = o.cfg.get("full_backward_hook")
+        if isinstance(hook, Const) and not st.no_grad:
+            # A module with a full backward hook runs its inputs, and then its outputs, through BackwardHookFunction,
+            # which returns them as views made inside a custom Function: a layer that writes into its input
+            # (ReLU(inplace=True)), or whoever writes into its output, modifies such a view, and torch raises.
+            what = f"the full backward hook registered on `{hook.value}` (BackwardHookFunction)"
+            pos = [_hook_view(v, what) for v in pos]
+            return _hook_view(self._call_obj(o, pos, kw, n, st, fr, in_seq), what)
+        return self._call_obj(o, pos, kw, n, st, fr, in_seq)
+
+    def _call_obj(self, o: Obj, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State, fr: Frame,
+                  in_seq: Obj | None) -> Val:
         self.effects += 1
         if o.kind == "opaque":
             # An object we cannot see into (a model passed in as a parameter, self.agent set outside __init__):
@@ -992,3 +1009,15 @@ def _param_attrs_of(node: ast.ClassDef) -> set[str]:
                     got.add(recv.attr)
         node._gg_param_attrs = got  # type: ignore[attr-defined]
     return got
+
+
+def _hook_view(v: Val, what: str) -> Val:
+    """``v`` as BackwardHookFunction gives it back: a tensor that requires grad becomes a view made inside a custom
+    Function (each one of a tuple); anything else passes unchanged."""
+    if isinstance(v, T):
+        if v.maybe_tensor or v.rg < MAYBE:
+            return v
+        return v.with_(view="fnview", view_op=what, leaf=False)
+    if isinstance(v, Seq) and v.items is not None and v.kind == "tuple":
+        return Seq.of([_hook_view(x, what) for x in v.items], v.kind)
+    return v
