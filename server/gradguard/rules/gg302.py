@@ -27,7 +27,10 @@ tensor that did not, by a write whose operands require grad, nor a view of such 
 A custom `autograd.Function` whose forward returns a view (`x.view_as(x)`, `buf.select(0, 0)`) or returns an
 input as-is gives a view that autograd cannot rebase either: its custom backward would be replaced, so torch
 raises *Output 0 of MyFn is a view and is being modified inplace* (or the no_grad variant of the message). A
-Function that `mark_dirty`s an input that is itself a view may return only one tensor.
+Function that `mark_dirty`s an input that is itself a view may return only one tensor. A module with a full
+backward hook (`layer.register_full_backward_hook(...)`, as Grad-CAM registers one) runs its inputs and outputs
+through such a Function (`BackwardHookFunction`): a `ReLU(inplace=True)` inside the hooked layer or right after it
+writes into one of those views.
 
 `ctx.mark_dirty(t)` has a contract that torch checks when the forward returns: every tensor marked dirty must be
 returned as an output, the input object itself (*Some elements marked as dirty during the forward method were not
@@ -46,7 +49,8 @@ Use detach() instead*, with or without grad: the view shares its autograd metada
 """
     fix = """
 Rewrite out of place (`q = q * scale`, `h = h.squeeze(0)`), or `.clone()` the view before modifying it. For a
-custom Function, return a fresh tensor (`x.clone()`) from its forward, or `.clone()` the view it returns.
+custom Function, return a fresh tensor (`x.clone()`) from its forward, or `.clone()` the view it returns. Next to
+a layer with a full backward hook, make the in-place layer out of place (`inplace=False`).
 For `v.detach_()` on a view, rebind out of place: `v = v.detach()`. For views used after their tensor
 changed, make them again after the change, keep the tensor itself, or make each piece its own single-output view
 where they are made (`[w[i] for i in range(len(w))]` for `list(w)`, `x.narrow(...)` for `x.split(n)`), which torch
