@@ -11,11 +11,15 @@ class CarriedState(Rule):
 `h = h_next` keeps the graph of the previous iteration attached to `h`. The next iteration's `backward()`
 walks back into that old graph (that is why `retain_graph=True` seemed necessary), whose ops saved the
 parameters that `optimizer.step()` has since updated in place: the version check fails. Even without the
-error, gradients would flow through every previous batch (truncated BPTT was intended).
+error, gradients would flow through every previous batch (truncated BPTT was intended). State kept on an object
+is carried the same way: `self.h = cell(x, self.h)`, or a memory buffer written with a graph
+(`self.memory[n_id] = gru(msg, self.memory[n_id])`, a temporal graph network's memory) and read in the next
+iteration.
 """
     fix = """
 Detach the carried state: `h = h_next.detach()` (for an LSTM, `h = tuple(s.detach() for s in h_next)`). Then
-`retain_graph=True` is no longer needed.
+`retain_graph=True` is no longer needed. For a memory kept on a module, detach it once the step is done
+(`self.memory.detach_()`, as pyg's TGN example does with `memory.detach()`).
 """
     INVALID = ("""
 import torch
