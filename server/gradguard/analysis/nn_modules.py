@@ -213,7 +213,15 @@ class NNModules(Summaries):
             # from here on its calls wrap their inputs and outputs (see call_obj); the receiver's text names it
             recv = n.func.value if isinstance(n.func, ast.Attribute) else n.func
             o.cfg["full_backward_hook"] = Const(self.text(recv)[:40])
-            return UNKNOWN
+            handle = Obj("hook_handle", "RemovableHandle")
+            handle.cfg["module"] = o  # type: ignore[assignment]
+            return handle
+        if o.kind == "hook_handle" and name == "remove":
+            # `handle.remove()`: the module's calls wrap nothing any more (Grad-CAM removes its hooks when done)
+            m = o.cfg.get("module")
+            if isinstance(m, Obj):
+                m.cfg.pop("full_backward_hook", None)
+            return NONE
         if o.kind == "opaque":
             if name == "parameters":
                 return Params(frozenset({o}))

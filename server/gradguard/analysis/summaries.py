@@ -264,7 +264,7 @@ class Summaries(SharedSummaries):
         ents = o.entries
         ekey = (len(ents.items) if isinstance(ents, Seq) and ents.items is not None else -1,
                 len(ents.alts) if isinstance(ents, Alt) else 0)
-        return (o.kind, o.training, o.inplace, ekey, attrs, params)
+        return (o.kind, o.training, o.inplace, ekey, attrs, params, "full_backward_hook" in o.cfg)
 
     # ------------------------------------------------------------------ recording
     def summarised(self, key: Hashable | None, pos: list[Val], kw: dict[str, Val], st: State,
