@@ -83,6 +83,11 @@ class Calls(AnalyzerCore):
                 self.ev_nograd(n.func.value, st, fr)
                 return UNKNOWN_NUM
             recv = self.ev(n.func.value, st, fr)
+            if recv is UNKNOWN and n.func.attr == "requires_grad_" and isinstance(n.func.value, ast.Name) \
+                    and not n.keywords and all(isinstance(a, ast.Constant) and a.value is True for a in n.args):
+                # `batch = next(loader).cuda(); batch.requires_grad_()`: whatever the unknown value was, it is now a
+                # tensor that requires grad, and a leaf (a tensor computed with grad already required it)
+                return self.set_requires_grad(fresh(self.text(n.func.value)), Const(True), n.func.value, st, fr)
             fv = self.getattr(recv, n.func.attr, n.func, st)
             if fv is UNKNOWN and isinstance(recv, Obj) and recv.kind == "local" and recv.info is not None \
                     and not n.func.attr.startswith("__") and (self.nn_module_like(recv.info)
