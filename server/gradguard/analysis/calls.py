@@ -590,6 +590,10 @@ class Calls(AnalyzerCore):
                     answers.append(answer)
                 elif isinstance(v, T) and q in ("torch.Tensor", "Tensor"):
                     answers.append(True)
+                elif isinstance(v, T) and q in _CONTAINER_TYPES and not v.maybe_tensor and not v.maybe_tuple:
+                    # `if isinstance(forecast, tuple):` on what an op returned: a tensor is no tuple, and iterating
+                    # it (`tuple(z.transpose(-1, -2) for z in forecast)`) is not what the code does with it
+                    answers.append(False)
                 elif isinstance(v, T) and q in PARAMETER and not v.maybe_tensor and (
                         is_param := _is_parameter(v)) is not None:
                     answers.append(is_param)  # `[w] if isinstance(w, nn.Parameter) else list(w)`
@@ -1152,6 +1156,8 @@ _BUILTIN_TYPES: dict[str, type | tuple[type, ...]] = {
     "builtins.bool": bool, "builtins.bytes": bytes, "builtins.tuple": tuple, "builtins.list": list,
     "builtins.dict": dict,
 }
+
+_CONTAINER_TYPES = frozenset({"builtins.tuple", "builtins.list", "builtins.dict"})
 
 # isinstance(v, q) for a class, function or partial v: q -> kind -> answer (no entry: not known)
 _NOT_DATA = {"class": False, "function": False, "partial": False, "callable": False}
