@@ -202,9 +202,15 @@ class Seq(Val):
     def elem(self) -> Val:
         el = self._elem
         if el is None:  # computed on first use: most sequences are never iterated abstractly
-            el = UNKNOWN
-            for i, v in enumerate(self.items or ()):
-                el = v if i == 0 else join(el, v)
+            items = self.items or ()
+            if len(items) > 1 and all(_functions(v) for v in items):
+                # a table of functions (augmentations, losses picked by name): any one of them may be the one
+                # taken. (A registry of classes keeps its first, as a configuration's default would.)
+                el = choice(list(items))
+            else:
+                el = UNKNOWN
+                for i, v in enumerate(items):
+                    el = v if i == 0 else join(el, v)
             self._elem = el
         return el
 
@@ -553,6 +559,11 @@ def _callables(v: Val) -> tuple[Val, ...] | None:
     return None
 
 
+def _functions(v: Val) -> bool:
+    """A function or bound method, or a choice of them."""
+    return all(isinstance(x, (Func, Bound)) for x in (v.alts if isinstance(v, Choice) else (v,)))
+
+
 def _callable(v: Val) -> bool:
     if isinstance(v, (Bound, Func, ClassV)):
         return True
@@ -565,6 +576,6 @@ def seq_elem(v: Val) -> Val:
     if isinstance(v, Alt):
         el: Val = UNKNOWN
         for i, s in enumerate(v.alts):
-            el = s.elem if i == 0 else join(el, s.elem)
+            el = s.elem if i == 0 else choice([el, s.elem]) if _functions(el) and _functions(s.elem) else join(el, s.elem)
         return el
     return UNKNOWN
