@@ -46,6 +46,9 @@ MAX_UNROLL = 8
 CONST_UNROLL_NEST = 8 * MAX_UNROLL
 # `for m in self.modules():` runs once per submodule up to this many (a switch or an initialiser per module)
 MAX_MODULES_UNROLL = 48
+# a loop over a model's modules that only sets their attributes (`for m in self.modules(): if isinstance(m, nn.ReLU):
+# m.inplace = True`) runs once per module of a tree this large: each pass is a type test and an assignment
+MAX_MODULES_SET = 2048
 BUDGET = 400_000  # abstract statement executions per file: analysis always terminates quickly
 
 BINOPS = {

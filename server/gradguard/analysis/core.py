@@ -640,6 +640,9 @@ class AnalyzerCore:
     def elem(self, v: Val, node: ast.AST | None) -> Val:
         raise NotImplementedError
 
+    def module_list(self, o: Obj, recurse: bool, named: bool, limit: int) -> list[Val] | None:
+        raise NotImplementedError
+
     def ev(self, node: ast.expr | None, st: State, fr: Frame) -> Val:
         raise NotImplementedError
 

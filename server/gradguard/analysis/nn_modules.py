@@ -33,6 +33,7 @@ from gradguard.analysis.values import (
     Const,
     Func,
     FuncInfo,
+    ModuleTree,
     Obj,
     Params,
     Partial,
@@ -335,13 +336,20 @@ class NNModules(Summaries):
         ``o.children()`` (its direct submodules), and their ``named_`` forms ((dotted name, module) pairs), as torch
         lists them: a sequence of the modules known here, when there are at most MAX_MODULES_UNROLL of them (a loop
         over it runs once per module: `for m in self.modules(): if isinstance(m, nn.ReLU): m.inplace = True`), else
-        one of unknown length. A submodule that is not known (an unknown value, one of several alternatives) is left
-        out: what the loop does to the others still happens to them."""
+        one of unknown length that remembers the tree (a ModuleTree). A submodule that is not known (an unknown
+        value, one of several alternatives) is left out: what the loop does to the others still happens to them."""
+        got = self.module_list(o, recurse, named, MAX_MODULES_UNROLL)
+        if got is None:
+            return ModuleTree(o, recurse, named)
+        return Seq.of(got, "modules")
+
+    def module_list(self, o: Obj, recurse: bool, named: bool, limit: int) -> list[Val] | None:
+        """The modules ``submodules`` lists, or None when there are more than ``limit``."""
         out: list[tuple[str, Obj]] = []
         seen: set[int] = set()
 
         def visit(x: Obj, prefix: str, top: bool) -> None:
-            if x.oid in seen or len(out) > MAX_MODULES_UNROLL:
+            if x.oid in seen or len(out) > limit:
                 return
             seen.add(x.oid)
             if not top or recurse:
@@ -351,11 +359,11 @@ class NNModules(Summaries):
                     visit(child, f"{prefix}.{key}" if prefix else key, False)
 
         visit(o, "", True)
-        if len(out) > MAX_MODULES_UNROLL:
-            return Seq(None, UNKNOWN)
+        if len(out) > limit:
+            return None
         if named:
-            return Seq.of([Seq.of((Const(k), m), "tuple") for k, m in out], "modules")
-        return Seq.of([m for _k, m in out], "modules")
+            return [Seq.of((Const(k), m), "tuple") for k, m in out]
+        return [m for _k, m in out]
 
     def _module_children(self, x: Obj) -> list[tuple[str, Obj]]:
         """The modules registered on ``x`` that are known: its module attributes, then a container's entries."""

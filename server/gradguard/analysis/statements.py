@@ -14,6 +14,7 @@ from gradguard.analysis.common import (
     ENABLE_GRAD_CTX,
     INFERENCE_MODE,
     MAX_LOOP_PRODUCT,
+    MAX_MODULES_SET,
     MAX_MODULES_UNROLL,
     MAX_UNROLL,
     NO_GRAD_CTX,
@@ -45,6 +46,7 @@ from gradguard.analysis.values import (
     Const,
     Func,
     FuncInfo,
+    ModuleTree,
     Obj,
     Params,
     Ref,
@@ -526,6 +528,12 @@ class Statements(AnalyzerCore):
             limit = 3 * MAX_UNROLL
         if items is not None and self.loop_product * max(len(items), 1) <= limit and not _jumps(s):
             return self._unrolled(s, items, st, fr)
+        if isinstance(it, ModuleTree) and _sets_module_attrs(s) and not _jumps(s):
+            # `for m in self.modules(): if isinstance(m, nn.ReLU): m.inplace = True` over a large model: each
+            # module's pass is a type test and an assignment, and every module matched must change
+            every = self.module_list(it.root, it.recurse, it.named, MAX_MODULES_SET // self.loop_product)
+            if every is not None:
+                return self._unrolled(s, tuple(every), st, fr)
         el = self.elem(it, s.iter)
         per_pass = isinstance(it, (Seq, Alt, Params)) or (isinstance(it, T) and it.maybe_tuple)
 
@@ -736,6 +744,44 @@ def _trains(node: ast.For | ast.AsyncFor | ast.While) -> bool:
             stack.extend(ast.iter_child_nodes(x))
         got = len(calls) == 2
         node._gg_trains = got  # type: ignore[union-attr]  # cached on the tree it describes
+    return got
+
+
+_TYPE_TESTS = frozenset({"isinstance", "type", "hasattr", "getattr", "issubclass"})
+
+
+def _sets_module_attrs(node: ast.For | ast.AsyncFor) -> bool:
+    """Does the loop only set attributes of the module it iterates, after type tests (`for m in self.modules(): if
+    type(m) in (nn.ReLU, nn.SiLU): m.inplace = True`, `for _, m in model.named_modules(): m.eps = 1e-3`)? No call
+    but a type test, no nested loop or function."""
+    got: bool | None = getattr(node, "_gg_sets_attrs", None)
+    if got is not None:
+        return got
+    t = node.target
+    var = t.id if isinstance(t, ast.Name) else (
+        t.elts[-1].id if isinstance(t, ast.Tuple) and t.elts and isinstance(t.elts[-1], ast.Name) else None)
+    sets = False
+    ok = var is not None
+    stack: list[ast.AST] = list(node.body)
+    while ok and stack:
+        x = stack.pop()
+        if isinstance(x, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.FunctionDef,
+                          ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.Return, ast.Yield, ast.YieldFrom,
+                          ast.Await, ast.Delete, ast.Global, ast.Nonlocal)):
+            ok = False
+        elif isinstance(x, ast.Call):
+            ok = isinstance(x.func, ast.Name) and x.func.id in _TYPE_TESTS
+        elif isinstance(x, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = x.targets if isinstance(x, ast.Assign) else [x.target]
+            for tg in targets:
+                if isinstance(tg, ast.Attribute) and isinstance(tg.value, ast.Name) and tg.value.id == var:
+                    sets = True
+                elif not isinstance(tg, ast.Name):
+                    ok = False
+        if ok:
+            stack.extend(ast.iter_child_nodes(x))
+    got = ok and sets
+    node._gg_sets_attrs = got  # type: ignore[union-attr]  # cached on the tree it describes
     return got
 
 

@@ -243,6 +243,20 @@ def known_str(v: Val | None) -> str | None:
     return v.value if isinstance(v, Const) and v.known and isinstance(v.value, str) else None
 
 
+class ModuleTree(Seq):
+    """``model.modules()`` (or ``children()``, ``named_modules()``) of a tree larger than MAX_MODULES_UNROLL: a
+    sequence of unknown length for everything that reads it, which remembers whose modules they are, so that a loop
+    that only sets their attributes can still visit each one (Statements.s_For)."""
+
+    __slots__ = ("named", "recurse", "root")
+
+    def __init__(self, root: Any, recurse: bool, named: bool):
+        super().__init__(None, UNKNOWN, "list")
+        self.root = root
+        self.recurse = recurse
+        self.named = named
+
+
 @dataclass(frozen=True, eq=False)
 class Alt(Val):
     """Alternative sequences (lists built differently on different paths), kept apart for nn.Sequential."""
