@@ -259,6 +259,17 @@ def _ng_only_lines(lines: list[str], seeds: frozenset[int] = frozenset(),
     return set()
 
 
+def unpacked(node: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
+    """Names the function's own body unpacks into several targets (`z1, z2 = z`)."""
+    got: frozenset[str] | None = getattr(node, "_gg_unpacked", None)
+    if got is None:
+        got = frozenset(x.value.id for x in scope_nodes(node)
+                        if isinstance(x, ast.Assign) and isinstance(x.value, ast.Name)
+                        and any(isinstance(t, (ast.Tuple, ast.List)) for t in x.targets))
+        node._gg_unpacked = got  # type: ignore[attr-defined]  # cached on the tree it describes
+    return got
+
+
 def _am_only_lines(lines: list[str]) -> set[int]:
     if any("allow_mutation_on_saved_tensors" in ln for ln in lines):
         return allow_mutation_only(lines)
@@ -575,8 +586,9 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
             param_rg = MAYBE if self.graph_file or self.differentiated(fi) else NO
         for p in params + list(args.kwonlyargs):
             # forward's required arguments are its tensors; an optional one (`scale=None`) may be anything
+            # (unless the code unpacks it, `z1, z2 = z`: a list of tensors, as normalizing flows pass them)
             is_tensor = annotated_tensor(p.annotation) or (tensor_params and p.annotation is None
-                                                            and p.arg not in defaults)
+                                                            and p.arg not in defaults and p.arg not in unpacked(node))
             rg = NO if INT_NAME.search(p.arg) else param_rg  # token ids, labels, masks, indices: integer tensors
             d = defaults.get(p.arg)
             # A default is one possible value, not the only one: a caller may pass a tensor for `weight=None`,
