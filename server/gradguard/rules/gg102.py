@@ -16,8 +16,9 @@ also saves its own output, so two in-place ops in a row (`LeakyReLU(inplace=True
 `Dropout(inplace=True)`) break too.
 
 The flag counts wherever it is given: in the constructor, in a `functools.partial(nn.ReLU, inplace=True)` that a
-factory calls, or set on the layer after construction (`m.inplace = True`, often over `self.modules()` or with
-`model.apply(fn)` to save memory). The finding points at the place the flag comes from.
+factory calls, or set on the layer after construction (`m.inplace = True`, often over `self.modules()` of the whole
+model, however many modules it has, or with `model.apply(fn)` to save memory). The finding points at the place
+the flag comes from.
 
 An in-place `leaky_relu` (or an evaluation-mode `rrelu_`) with a negative slope breaks on its own: its
 backward reads the sign of the input from the output it overwrote, which a negative slope makes ambiguous,

@@ -12,7 +12,8 @@ torch raises *a leaf Variable that requires grad is being used in an in-place op
 (for a view of a leaf: *a view of a leaf Variable that requires grad is being used in an in-place operation*).
 A cast that has nothing to do returns the leaf itself, not a copy: `.to(device)` on the device the tensor is
 already on (the CPU, for `torch.tensor(0.0, requires_grad=True)` made without a device), `.float()` of a float32
-tensor.
+tensor. `requires_grad_()` makes a leaf of whatever it is called on, a batch from a data loader included (as a
+gradient penalty does with the real images): an augmentation that then writes into the batch raises.
 """
     fix = """
 Update parameters under `with torch.no_grad():` (what optimizers do), or compute a new tensor out of place
