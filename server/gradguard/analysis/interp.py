@@ -266,7 +266,7 @@ def unpacked(node: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
         got = frozenset(x.value.id for x in scope_nodes(node)
                         if isinstance(x, ast.Assign) and isinstance(x.value, ast.Name)
                         and any(isinstance(t, (ast.Tuple, ast.List)) for t in x.targets))
-        node._gg_unpacked = got  # type: ignore[attr-defined]  # cached on the tree it describes
+        node._gg_unpacked = got  # type: ignore[union-attr]  # cached on the tree it describes
     return got
 
 
