@@ -186,3 +186,59 @@ def test_calls_of_a_file_without_contexts_are_read_without_the_full_scan() -> No
     got = called_names(lines)
     assert got == {"model", "sum", "backward", "str", "len", "build", "score"}
     assert got == scan_contexts(lines, NO_GRAD_BLOCK, NO_GRAD_DECORATOR, words=True).called_outside
+
+
+SIBLING_MODEL = textwrap.dedent("""
+    import torch.nn as nn
+
+
+    def adagrad_step(grad, state_sum, nodes, lr):
+        state_sum.index_add_(0, nodes, (grad * grad).mean(1))
+        std_values = state_sum[nodes].sqrt_().add_(1e-10).unsqueeze(1)
+        return lr * grad / std_values
+
+
+    class Embedder(nn.Module):
+        def fast_learn(self, nodes, state_sum):
+            return adagrad_step(-self.emb(nodes), state_sum, nodes, 0.1)
+""")
+
+SIBLING_MAIN = textwrap.dedent("""
+    import torch
+    from model import Embedder
+
+    with torch.no_grad():
+        Embedder().fast_learn(torch.arange(4), torch.zeros(6))
+""")
+
+SIBLING_TRAINER = textwrap.dedent("""
+    import torch
+
+
+    def adagrad_step(grad, state_sum, nodes, lr):
+        return lr * grad
+
+
+    def run():
+        w = torch.randn(4, 3, requires_grad=True)
+        adagrad_step(w * 2.0, torch.zeros(6), torch.arange(4), 0.1).sum().backward()
+""")
+
+
+def test_a_sibling_defining_its_own_function_is_a_dependency(tmp_path: Path) -> None:
+    # trainer.py calls an `adagrad_step` of its own with grad on: that vetoes nothing for model.py's, which only
+    # runs under no_grad. But the answer rests on trainer.py's `def`: once it imports model's instead, model.py's
+    # function runs with grad on (its sqrt_ output is then modified by add_), so trainer.py is a dependency.
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "model.py").write_text(SIBLING_MODEL)
+    (tmp_path / "main.py").write_text(SIBLING_MAIN)
+    (tmp_path / "trainer.py").write_text(SIBLING_TRAINER)
+    project = Project(SearchPath(roots=[str(tmp_path)]))
+    path = str(tmp_path / "model.py")
+    r = check_text(SIBLING_MODEL, path, project=project)
+    assert {(f.line, f.code) for f in r.findings} == set()
+    assert str(tmp_path / "trainer.py") in r.deps
+    project.set_overlay(str(tmp_path / "trainer.py"), SIBLING_TRAINER.replace(
+        "def adagrad_step(grad, state_sum, nodes, lr):\n    return lr * grad\n", "from model import adagrad_step\n"))
+    r = check_text(SIBLING_MODEL, path, project=project)
+    assert (7, "GG101") in {(f.line, f.code) for f in r.findings}

@@ -498,8 +498,9 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         path = src.path if src is not None else self.file
         if self.project is None or not path or isinstance(fi.node, ast.Lambda):
             return False
-        files = self.project.callers.used_outside(fi.node.name, path, top_level=fi.node.col_offset == 0)
-        self.context_deps.update(files)
+        top_level = fi.node.col_offset == 0
+        files = self.project.callers.used_outside(fi.node.name, path, top_level=top_level)
+        self.context_deps.update(files or self.project.callers.siblings(fi.node.name, path, top_level))
         return bool(files)
 
     def _used_elsewhere(self, path: str) -> Callable[[set[str], set[str]], set[str]] | None:
@@ -516,6 +517,8 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
                 if files:
                     out.add(name)
                     self.context_deps.update(files)
+                else:
+                    self.context_deps.update(index.siblings(name, path, top_level=name in top))
             return out
 
         return vetoed

@@ -106,6 +106,8 @@ class CallerIndex:
         self._witnesses: dict[tuple[str, bool], list[str]] = {}
         self._differentiated: dict[str, list[str]] = {}  # callee name -> the files that differentiate its results
         self._outside: dict[tuple[str, str, bool], list[str]] = {}  # (name, asking file, top-level) -> a caller with grad
+        # (name, asking file, top-level) -> the files passed over for defining a module-level `name` of their own
+        self._siblings: dict[tuple[str, str, bool], list[str]] = {}
 
     def files(self) -> list[str]:
         if self._files is None:
@@ -137,6 +139,7 @@ class CallerIndex:
         self._answers.clear()
         self._witnesses.clear()
         self._outside.clear()
+        self._siblings.clear()
         entries: dict[str, _Entry] = {}
         changed = False
         sinks_changed = False
@@ -214,13 +217,23 @@ class CallerIndex:
         got = self._outside.get(key)
         if got is None:
             got = []
+            passed: list[str] = []
             for path, e in self._entries.items():
-                if path != skip and e.uses(name) and name in e.called_outside() and not (
-                        top_level and e.defines_top(name)):
+                if path != skip and e.uses(name) and name in e.called_outside():
+                    if top_level and e.defines_top(name):
+                        passed.append(path)
+                        continue
                     got.append(path)
                     break
             self._outside[key] = got
+            self._siblings[key] = passed
         return list(got)
+
+    def siblings(self, name: str, skip: str, top_level: bool = False) -> list[str]:
+        """The files ``used_outside`` passed over because they define a module-level ``name`` of their own: while
+        no caller with grad is found they are part of the answer (one that drops its own ``def`` now calls the
+        asking file's function), so the editor re-checks the asking file when one of them changes."""
+        return list(self._siblings.get((name, skip, top_level), ()))
 
     def witnesses(self, name: str, is_class: bool) -> list[str]:
         """The files whose uses made ``name`` no_grad-only: a change to one of them can change the answer (the
