@@ -657,6 +657,12 @@ class Expressions(AnalyzerCore):
             self.assign(g.target, self.elem(it, g.iter), inner, fr, self.cur_stmt or ast.Pass())
             for cond in g.ifs:
                 self.ev(cond, inner, fr)
+            if isinstance(it, Params) and len(n.generators) == 1 and isinstance(g.target, ast.Name) \
+                    and isinstance(elt, ast.Name) and elt.id == g.target.id:
+                # `[p for p in disc.parameters() if p.requires_grad]`: some of the same parameters, what an
+                # optimizer built on them steps
+                st.heap = inner.heap
+                return it
         v = self.ev(elt, inner, fr)
         st.heap = inner.heap
         return Seq(None, v, "list")
