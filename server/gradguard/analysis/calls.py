@@ -392,6 +392,8 @@ class Calls(AnalyzerCore):
                 and isinstance(pos[1], Const) and pos[1].known and isinstance(pos[1].value, str):
             self.set_attr(pos[0], pos[1].value, pos[2])  # `setattr(self, name, default)` with the name known
             return NONE
+        if name == "filter" and len(pos) == 2 and isinstance(pos[1], Params):
+            return pos[1]  # `filter(lambda p: p.requires_grad, model.parameters())`: some of the same parameters
         if name == "range":
             bounds = [v.value for v in pos if isinstance(v, Const) and v.known and isinstance(v.value, int)
                       and not isinstance(v.value, bool)]
