@@ -313,7 +313,7 @@ class Calls(AnalyzerCore):
         if qual in PARAMETER:
             rg = NO if is_false(kw.get("requires_grad", pos[1] if len(pos) > 1 else None)) else YES
             return T(frozenset({Storage("an nn.Parameter", self.site(n), leaf=rg == YES)}), rg=rg, leaf=rg == YES,
-                     origin="nn.Parameter")
+                     origin="nn.Parameter", cplx=bool(pos) and isinstance(pos[0], T) and pos[0].cplx)
         if qual in CONTAINER_MODULES:
             o = Obj(CONTAINER_MODULES[qual], qual)
             o.training = True
@@ -694,10 +694,11 @@ class Calls(AnalyzerCore):
         return bound
 
     def float32(self, t: T) -> bool:
-        """Is ``t`` known to be float32? A tensor that requires grad is floating point (or complex); in a file that
-        never mentions another precision (no half, bfloat16, double, complex numbers or FFTs, autocast, a dtype
-        chosen at run time) it is the default float32."""
-        if t.rg != YES or t.maybe_tensor:
+        """Is ``t`` known to be float32? A tensor that requires grad is floating point or complex; in a file that
+        never mentions another real precision (no half, bfloat16, double, autocast, a dtype chosen at run time) a
+        real one is the default float32. A file that works with complex numbers or FFTs makes some complex ones
+        (see ``T.cplx``); the others stay real."""
+        if t.rg != YES or t.maybe_tensor or t.cplx:
             return False
         mod = self.mod
         got = self.fp32_files.get(mod.path)
@@ -929,6 +930,8 @@ class Calls(AnalyzerCore):
                     if sv.leaf:
                         prov |= {self.graph_use(s) for s in sv.storages if s.leaf}
         # 3. the result
+        cplx = info.name in _COMPLEX_MAKERS or _complex_dtype(bound.get("dtype")) or (
+            info.name not in _REAL_MAKERS and any(isinstance(v, T) and v.cplx for v in bound.values()))
         if info.grad_from is not None:
             any_out = any(rgmap.get(a, False) for a in info.grad_from)
         else:
@@ -960,7 +963,7 @@ class Calls(AnalyzerCore):
                    prov=prov, alias_of=base.alias_of, alias_site=base.alias_site, origin=display,
                    view_site=self.site(n), noncontig=_strided(info, bound, base),
                    made=(self.stamp if info.multi_output_view else base.made)
-                   if view == "multi" and base.rg == YES and not base.maybe_tensor else 0)
+                   if view == "multi" and base.rg == YES and not base.maybe_tensor else 0, cplx=cplx)
             if info.multi_output_view:
                 return Seq(None, vt, "tuple")
             res = vt
@@ -972,7 +975,7 @@ class Calls(AnalyzerCore):
             nested = info.kind == "module"
             outs = [T(frozenset({Storage(f"{display}[{i}]")}), rg=out_rg if not grad_idx or i in grad_idx else NO,
                       prov=prov, origin=display,
-                      maybe_tuple=nested and i not in (info.saved_output_indices or ()))
+                      maybe_tuple=nested and i not in (info.saved_output_indices or ()), cplx=cplx)
                     for i in range(info.n_outputs)]
             if grad_on and any_rg and info.saves_output and info.output_saved(rgmap):
                 for i in (info.saved_output_indices or range(info.n_outputs)):
@@ -984,7 +987,7 @@ class Calls(AnalyzerCore):
             if only_maybe:
                 out_rg = max((v.rg for v in bound.values() if isinstance(v, T)), default=NO)
             res = T(frozenset({Storage(display)}), rg=out_rg, prov=prov, origin=display,
-                    maybe_tuple=info.returns_tuple, maybe_tensor=only_maybe)
+                    maybe_tuple=info.returns_tuple, maybe_tensor=only_maybe, cplx=cplx)
             if only_maybe:
                 return res
         if grad_on and any_rg and info.saves_output and info.output_saved(rgmap) and isinstance(res, T):
@@ -1259,6 +1262,19 @@ _DTYPE_CASTS = frozenset({"Tensor.float", "Tensor.conj_physical", "torch.conj_ph
 # what is float32 whatever the code around it does (the default dtype of torch's random factories)
 _FLOAT32_ORIGINS = frozenset({"randn", "rand", "randn_like", "rand_like"})
 _SAME_DTYPE_CASTS = frozenset({"Tensor.to", "Tensor.type_as", "Tensor.type"})
+# ops whose result is complex whatever their inputs, and ops of complex inputs whose result is real
+_COMPLEX_MAKERS = frozenset({"torch.view_as_complex", "torch.complex", "torch.polar", "torch.fft.fft", "torch.fft.fft2",
+                             "torch.fft.fftn", "torch.fft.ifft", "torch.fft.ifft2", "torch.fft.ifftn", "torch.fft.rfft",
+                             "torch.fft.rfft2", "torch.fft.rfftn", "torch.fft.ihfft"})
+_REAL_MAKERS = frozenset({"torch.view_as_real", "torch.real", "torch.imag", "torch.abs", "Tensor.abs", "operator.abs",
+                          "torch.angle", "Tensor.angle", "torch.fft.irfft", "torch.fft.irfft2", "torch.fft.irfftn",
+                          "torch.fft.hfft", "Tensor.float", "Tensor.double", "Tensor.half", "Tensor.bfloat16"})
+
+
+def _complex_dtype(v: Val | None) -> bool:
+    """``dtype=torch.cfloat``, ``dtype=torch.complex64``: a factory that makes a complex tensor."""
+    return isinstance(v, Ref) and v.qual.startswith("torch.c") and v.qual[6:] in (
+        "complex32", "complex64", "complex128", "cfloat", "cdouble", "chalf")
 _DEVICE_WORD = re.compile(r"\bdev(ice)?\b|\.device\b|^['\"]cpu['\"]$")
 
 
@@ -1277,7 +1293,7 @@ _FLOAT32_DTYPES = frozenset({"torch.float32", "torch.float"})
 # run time (`.to(dtype)`, `set_default_dtype`), Lightning's `precision=`, code that tests a dtype (`if x.dtype ==
 # torch.float32: x = x.clone() else: x = x.float()` expects others)
 _OTHER_PRECISION = re.compile(r"\b(half|float16|bfloat16|bf16|fp16|float64|double|autocast|amp|GradScaler|"
-                              r"set_default_dtype|complex\w*|is_floating_point|fft|polar|view_as_complex)\b|\bprecision\s*=|\.to\(\s*dtype\b|"
+                              r"set_default_dtype|is_floating_point)\b|\bprecision\s*=|\.to\(\s*dtype\b|"
                               r"\bdtype\s*=\s*dtype\b|\bdtype\s*(==|!=|\bin\b|\bnot\s+in\b|\bis\b)")
 _BINARY_OVERLOADS = {"torch.max": "torch.maximum", "torch.min": "torch.minimum",
                      "Tensor.max": "torch.maximum", "Tensor.min": "torch.minimum"}

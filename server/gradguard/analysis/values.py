@@ -172,6 +172,9 @@ class T(Val):
     # write to its storage after that (an optimizer step on the parameter it views) leaves it a view whose graph
     # torch cannot rebuild (see Heap.wrote).
     made: int = 0
+    # complex-valued (view_as_complex, polar, an FFT, a dtype=torch.cfloat factory, or computed from one): its
+    # `.float()` is a real copy, never the tensor itself
+    cplx: bool = False
 
     def with_(self, **kw: Any) -> T:
         return replace(self, **kw)
@@ -499,7 +502,8 @@ def join(a: Val, b: Val) -> Val:
                  maybe_tensor=a.maybe_tensor and b.maybe_tensor, maybe_tuple=a.maybe_tuple or b.maybe_tuple,
                  prov=a.prov | b.prov, alias_of=a.alias_of or b.alias_of, alias_site=a.alias_site or b.alias_site,
                  view_site=first.view_site or second.view_site,
-                 origin=a.origin or b.origin, noncontig=a.noncontig and b.noncontig, made=max(a.made, b.made))
+                 origin=a.origin or b.origin, noncontig=a.noncontig and b.noncontig, made=max(a.made, b.made),
+                 cplx=a.cplx or b.cplx)
     if isinstance(a, T) and b is UNKNOWN:
         return a
     if isinstance(b, T) and a is UNKNOWN:
