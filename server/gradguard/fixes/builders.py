@@ -374,33 +374,37 @@ def _in_no_grad(ctx: Ctx) -> bool:
     return False
 
 
-def _clone_before(ctx: Ctx, base: ast.AST, st: Stmt, rhs: ast.AST | None, code: str) -> list[Fix]:
+def _clone_before(ctx: Ctx, base: ast.AST | list[ast.AST], st: Stmt, rhs: ast.AST | None, code: str) -> list[Fix]:
     """``x = x.clone()`` on the line before the statement (hoisting the right-hand side first when it reads
-    ``x``, so the value is computed from the original tensor and the clone is what gets modified)."""
-    if not _assignable(base) or not ctx.starts_line(st.span):
+    ``x``, so the value is computed from the original tensor and the clone is what gets modified). ``base``: the
+    tensor to clone, or several (the targets of one tuple assignment), each cloned once."""
+    bases = base if isinstance(base, list) else [base]
+    if not ctx.starts_line(st.span) or any(not _assignable(b) or (
+            isinstance(b, ast.Attribute) and _is_parameter_attr(ctx, b)) for b in bases):
         return []
-    if isinstance(base, ast.Attribute) and _is_parameter_attr(ctx, base):
-        return []
-    btext = st.source_of(base)
+    texts = list(dict.fromkeys(st.source_of(b) for b in bases))
     ind = ctx.indent(st.span.line)
     nl = ctx.nl
-    root = _root(base)
-    root_name = root.id if isinstance(root, ast.Name) else ""
-    safe = isinstance(base, ast.Name) and code in ("GG101", "GG102", "GG103", "GG104") and ctx.private(base.id)
-    reads_base = rhs is not None and any(isinstance(n, ast.Name) and n.id == root_name for n in ast.walk(rhs))
+    roots = {r.id for r in map(_root, bases) if isinstance(r, ast.Name)}
+    safe = all(isinstance(b, ast.Name) and ctx.private(b.id) for b in bases) and code in (
+        "GG101", "GG102", "GG103", "GG104")
+    reads_base = rhs is not None and any(isinstance(n, ast.Name) and n.id in roots for n in ast.walk(rhs))
+    clones = "".join(f"{ind}{t} = {t}.clone(){nl}" for t in texts)
+    named = " and ".join(f"`{t}`" for t in texts)
     if not reads_base:
-        return [Fix(f"Clone `{btext}` before modifying it (`{btext} = {btext}.clone()`)", safe,
-                    (_insert(st.span.line, 1, f"{ind}{btext} = {btext}.clone(){nl}"),), kind="clone")]
+        what = f"`{texts[0]} = {texts[0]}.clone()`" if len(texts) == 1 else "each"
+        return [Fix(f"Clone {named} before modifying {'it' if len(texts) == 1 else 'them'} ({what})", safe,
+                    (_insert(st.span.line, 1, clones),), kind="clone")]
     assert rhs is not None
     tmp = _fresh_name(ctx, "value")
     rhs_sp = st.span_of(rhs)
     rhs_text = ctx.text(rhs_sp)
     edits = (
-        _insert(st.span.line, 1, f"{ind}{tmp} = {rhs_text}{nl}{ind}{btext} = {btext}.clone(){nl}"),
+        _insert(st.span.line, 1, f"{ind}{tmp} = {rhs_text}{nl}{clones}"),
         _replace(rhs_sp, tmp),
     )
-    return [Fix(f"Compute the value first, then clone `{btext}` before assigning into it", safe, edits,
-                kind="clone")]
+    return [Fix(f"Compute the value first, then clone {named} before assigning into "
+                f"{'it' if len(texts) == 1 else 'them'}", safe, edits, kind="clone")]
 
 
 def _fresh_name(ctx: Ctx, base: str) -> str:
@@ -1010,6 +1014,12 @@ def _setitem(ctx: Ctx) -> list[Fix]:
         if isinstance(tgt, ast.Subscript):
             fixes += _clone_before(ctx, _root(tgt) if isinstance(_root(tgt), ast.Name) else tgt.value, st,
                                    st.tree.value, ctx.f.code)
+        elif isinstance(tgt, (ast.Tuple, ast.List)) and tgt.elts and all(isinstance(e, ast.Subscript) for e in tgt.elts):
+            # `q[:, 1:], k[:, 1:] = rotate(q[:, 1:], k[:, 1:])`: q and k may view one tensor, whose version every
+            # write bumps: each target is cloned, after the value is computed from the originals
+            bases = [_root(e) if isinstance(_root(e), ast.Name) else e.value
+                     for e in tgt.elts if isinstance(e, ast.Subscript)]
+            fixes += _clone_before(ctx, bases, st, st.tree.value, ctx.f.code)
     return fixes
 
 
