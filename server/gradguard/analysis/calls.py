@@ -358,6 +358,8 @@ class Calls(AnalyzerCore):
         if out is not None:
             return out
         if factory:
+            if qual in L.TORCH_LOADERS:
+                return fresh(raw.rsplit(".", 1)[-1], rg=NO, maybe_tensor=True)
             if qual in L.TORCH_FACTORIES:
                 return self.new_tensor([], st, raw.rsplit(".", 1)[-1], min_rg=NO)
             real = [v for v in (*pos, *kw.values()) if not (isinstance(v, T) and v.maybe_tensor)]
@@ -768,6 +770,8 @@ class Calls(AnalyzerCore):
         elif info.name in _SAME_DTYPE_CASTS and not info.view_of:
             # `h.to(torch.float32)`, `p.type_as(q)`: the tensor itself when it already has that dtype
             src, to = bound.get("self"), bound.get("dtype", bound.get("other"))
+            if info.grad_from is None:  # (`x.to(y)` takes y's dtype and device, never its gradient)
+                info = dataclasses.replace(info, grad_from=("self",))
             if info.name == "Tensor.to" and isinstance(src, T) and src.leaf and src.rg == YES and not src.maybe_tensor \
                     and src.view is None and _to_device(n):
                 # `torch.tensor(0., requires_grad=True).to(device)`: on the device it is already on (the CPU it was

@@ -118,6 +118,13 @@ TORCH_FACTORIES = frozenset({
     "torch.poisson", "torch.scalar_tensor", "torch.sparse_coo_tensor_unsafe", "torch.frombuffer",
 })
 
+# torch functions that read back whatever was saved (a checkpoint dict, a state dict, a module, now and then a
+# tensor): what they return is not known to be a tensor
+TORCH_LOADERS = frozenset({
+    "torch.load", "torch.hub.load", "torch.hub.load_state_dict_from_url", "torch.utils.model_zoo.load_url",
+    "torch.jit.load",
+})
+
 DEEPCOPY = frozenset({"copy.deepcopy"})
 PARTIAL = frozenset({"functools.partial"})
 
