@@ -425,6 +425,9 @@ class Calls(AnalyzerCore):
             return self.isinstance(pos[0], pos[1])
         if name == "type" and len(pos) == 1 and not kw and isinstance(pos[0], Obj):
             return self.class_of(pos[0])
+        if name == "type" and len(pos) == 1 and not kw and isinstance(pos[0], T) and _plain_tensor(pos[0]):
+            # `out_type = type(output)` on what an op returned: torch.Tensor, which `out_type is tuple` tells apart
+            return Ref("torch.Tensor")
         if name in ("len", "isinstance", "hasattr", "int", "float", "bool", "str", "print", "id", "type", "abs",
                     "round", "repr", "callable", "issubclass", "hash", "format"):
             return UNKNOWN_NUM
@@ -1235,6 +1238,15 @@ def _copies(info: OpInfo, bound: dict[str, Val], pos: list[Val], base: Val) -> b
             shape = list(shape[0].items)
         return len(shape) == 1 and _is_num(shape[0], -1)
     return False
+
+
+def _plain_tensor(v: T) -> bool:
+    """Is ``type(v)`` surely ``torch.Tensor``: the result of an op, neither an unknown value that may be anything,
+    nor a parameter (``nn.Parameter`` is a subclass), nor one of an unknown call's outputs."""
+    if v.maybe_tensor or v.maybe_tuple or v.leaf:
+        return False
+    return _is_parameter(v) is False or (v.origin not in ("", "nn.Parameter") and not any(
+        s.leaf or s.param_of is not None for s in v.storages))
 
 
 def _is_parameter(v: T) -> bool | None:

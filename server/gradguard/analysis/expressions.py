@@ -63,6 +63,13 @@ from gradguard.analysis.values import (
 )
 from gradguard.knowledge import libraries as L
 
+# what a factory made (`buf = torch.zeros(n, d)`, `out = x.new_zeros(...)`): surely one tensor, so iterating it is
+# unbinding it, not going through a tuple taken for a tensor
+_NEW_BUFFERS = frozenset({"zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like",
+                          "new_zeros", "new_ones", "new_empty", "new_full", "rand", "randn", "rand_like",
+                          "randn_like"})
+# classes `type(x) is C` compares exactly (see Calls.call_builtin for `type` of a tensor)
+_EXACT_TYPES = frozenset({"torch.Tensor", "builtins.tuple", "builtins.list", "builtins.dict"})
 # nn.Module's own API: on an object of ours, a name from here is a method of its torch base, not a part
 MODULE_API = frozenset({
     "parameters", "named_parameters", "buffers", "named_buffers", "children", "named_children", "modules",
@@ -280,6 +287,12 @@ class Expressions(AnalyzerCore):
             other = vals[1] if isinstance(n.left, ast.Constant) else vals[0]
             if _surely_not_none(other) or self.is_callable_object(other):
                 return Const(isinstance(n.ops[0], ast.IsNot))  # `self.norm is not None` with a module there
+        refs = [v for v in vals if isinstance(v, Ref)]
+        if len(n.ops) == 1 and isinstance(n.ops[0], (ast.Is, ast.IsNot, ast.Eq, ast.NotEq)) and len(refs) == 2:
+            a, b = (self.canon(v.qual) for v in refs)
+            if "torch.Tensor" in (a, b) and a in _EXACT_TYPES and b in _EXACT_TYPES:
+                # `type(out) is tuple` with out a tensor: torch.Tensor is none of the containers
+                return Const((a == b) == isinstance(n.ops[0], (ast.Is, ast.Eq)))
         if len(n.ops) == 1 and isinstance(n.ops[0], (ast.In, ast.NotIn)) and isinstance(vals[1], Seq) \
                 and (ents := vals[1].entries()) is not None and (name := known_str(vals[0])) is not None:
             return Const((name in ents) == isinstance(n.ops[0], ast.In))  # `"inplace" in kwargs`
@@ -690,11 +703,16 @@ class Expressions(AnalyzerCore):
     def elem(self, v: Val, node: ast.AST | None) -> Val:
         if isinstance(v, T):
             if v.maybe_tuple:
+                if v.origin == "element":
+                    # an item of an item of what an unknown call returned (`x, (f, h, w) = dit.patchify(x)`): its
+                    # structure is not known, and such a nested group is as often sizes or shapes as tensors
+                    return fresh("element", rg=v.rg, maybe_tensor=True)
                 return T(frozenset({Storage("element")}), rg=v.rg, prov=v.prov, maybe_tuple=True, origin="element")
             if v.maybe_tensor:
                 return fresh("element", rg=v.rg, maybe_tensor=True)
             return T(v.storages, rg=v.rg, leaf=v.leaf, view="multi", view_op="iterating a tensor (unbind)",
-                     prov=v.prov, origin="iteration", view_site=self.site(node) if node is not None else None,
+                     prov=v.prov, origin="iteration of a new tensor" if v.origin in _NEW_BUFFERS and v.view is None
+                     else "iteration", view_site=self.site(node) if node is not None else None,
                      made=self.stamp if v.rg == YES else 0)  # (of a value surely requiring grad: see stale_view)
         if isinstance(v, (Seq, Alt)):
             return seq_elem(v)

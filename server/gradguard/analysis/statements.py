@@ -577,7 +577,7 @@ class Statements(AnalyzerCore):
         """``v`` as the element of one iteration: tensors get their own storages, which keep what was saved of
         the list's elements before the loop (a write to one of them still trips an earlier save)."""
         if isinstance(v, T):
-            if v.origin == "iteration" and v.view == "multi" and v.made:
+            if v.origin.startswith("iteration") and v.view == "multi" and v.made:
                 # a row of a tensor surely requiring grad (`enumerate(x)`, `zip(x, y)`): every pass views the same
                 # storage (a forward's argument iterated may as well be a list of tensors, each its own)
                 return v
