@@ -199,7 +199,8 @@ class Expressions(AnalyzerCore):
         return v
 
     def e_Lambda(self, n: ast.Lambda, st: State, fr: Frame) -> Val:
-        return Func(FuncInfo(n, "<lambda>", closure=dict(st.env), mod=self.mod))
+        outer = fr.func.closure if fr.func is not None else None  # (the names the enclosing def sees too)
+        return Func(FuncInfo(n, "<lambda>", closure={**outer, **st.env} if outer else dict(st.env), mod=self.mod))
 
     def e_IfExp(self, n: ast.IfExp, st: State, fr: Frame) -> Val:
         test = self.ev(n.test, st, fr)

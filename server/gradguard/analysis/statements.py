@@ -32,7 +32,7 @@ from gradguard.analysis.common import (
 from gradguard.analysis.core import AnalyzerCore
 from gradguard.analysis.flags import FlagKey, cached_flag_test, correlated_flag
 from gradguard.analysis.hazards import SaveRecord, Site
-from gradguard.analysis.state import State, join_states
+from gradguard.analysis.state import Heap, State, join_states
 from gradguard.analysis.values import (
     MAYBE,
     NO,
@@ -339,7 +339,9 @@ class Statements(AnalyzerCore):
     s_Nonlocal = s_Global
 
     def s_FunctionDef(self, s: ast.FunctionDef | ast.AsyncFunctionDef, st: State, fr: Frame) -> State:
-        fi = FuncInfo(s, s.name, cls=None, closure=dict(st.env) if fr.func is not None else None, mod=self.mod)
+        # (a def nested two deep sees its grandparent's names too: `inner` of a decorator factory calls `torch_fn`)
+        closure = None if fr.func is None else {**fr.func.closure, **st.env} if fr.func.closure else dict(st.env)
+        fi = FuncInfo(s, s.name, cls=None, closure=closure, mod=self.mod)
         for d in s.decorator_list:
             q = self.qual_of(d.func if isinstance(d, ast.Call) else d, st, fr)
             if q in NO_GRAD_CTX:
@@ -347,10 +349,39 @@ class Statements(AnalyzerCore):
                 fi.inference = q == INFERENCE_MODE and self._mode_enabled(d)
             elif self._no_grad_decorator(d, st, fr):
                 fi.no_grad = True
-        st.env[s.name] = Func(fi)
+        st.env[s.name] = self._decorated(s, Func(fi), st, fr)
         if fr.func is None and fr.depth == 0 and self.mod.is_root:
             self.functions.append(fi)
         return st
+
+    def _decorated(self, s: ast.FunctionDef | ast.AsyncFunctionDef, fn: Func, st: State, fr: Frame) -> Val:
+        """What the name is bound to: the function, passed through each decorator of the code's own (innermost
+        first). A decorator that returns a wrapper (``@backend_dispatch(torch_fn, numpy_fn)``, whose ``inner``
+        calls ``torch_fn``) makes calls of the name calls of the wrapper. A library decorator, or one whose result
+        is not a function the analysis can follow, leaves the function itself (what most of them return)."""
+        val: Val = fn
+        for d in reversed(s.decorator_list):
+            if not isinstance(d, (ast.Name, ast.Attribute, ast.Call)):
+                break
+            callee = d.func if isinstance(d, ast.Call) else d
+            fv = self.lookup(callee.id, st, fr) if isinstance(callee, ast.Name) else self.ev_nograd(callee, st, fr)
+            if not isinstance(fv, Func) or not _builds_function(fv.info.node):
+                # (a library's decorator, a class, a no_grad context: evaluated nowhere; one that defines no function
+                # returns the one it was given, `@register_model` adding it to a table)
+                break
+            # (run even while another module's names are evaluated, where calls are otherwise not followed; it
+            # builds a wrapper at definition time, and reports nothing)
+            quiet, self.quiet = self.quiet, 0
+            try:
+                at_def = State(dict(st.env), Heap(), no_grad=True, silent=True)
+                dec = self.ev(d, at_def, fr) if isinstance(d, ast.Call) else fv
+                got = self.call_func(dec.info, [val], {}, at_def, fr, d) if isinstance(dec, Func) else None
+            finally:
+                self.quiet = quiet
+            if not isinstance(got, Func):
+                break
+            val = got
+        return val
 
     s_AsyncFunctionDef = s_FunctionDef
 
@@ -782,6 +813,16 @@ def _sets_module_attrs(node: ast.For | ast.AsyncFor) -> bool:
             stack.extend(ast.iter_child_nodes(x))
     got = ok and sets
     node._gg_sets_attrs = got  # type: ignore[union-attr]  # cached on the tree it describes
+    return got
+
+
+def _builds_function(node: ast.AST) -> bool:
+    """Does the function define a function or lambda (a decorator that may return a wrapper)?"""
+    got: bool | None = getattr(node, "_gg_builds", None)
+    if got is None:
+        body = node.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else []
+        got = any(isinstance(x, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) for b in body for x in ast.walk(b))
+        node._gg_builds = got  # type: ignore[attr-defined]  # cached on the tree it describes
     return got
 
 
