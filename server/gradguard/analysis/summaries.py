@@ -223,7 +223,8 @@ class Summaries(SharedSummaries):
         if isinstance(v, Bound):
             return ("B", fkey(v.func), self._vkey(v.obj, saved, depth + 1) if depth < 2 else None)
         if isinstance(v, Func):
-            return ("F", fkey(v.info))
+            # (a nested def is one function per closure: the wrappers one decorator made for two functions differ)
+            return ("F", fkey(v.info), v.info if v.info.closure is not None else None)
         if isinstance(v, ClassV):
             return ("K", fkey_class(v.info))
         if isinstance(v, ModV):
