@@ -73,6 +73,18 @@ class Functions(Summaries):
 
     def _follow(self, fi: FuncInfo, key: Any, pos: list[Val], kw: dict[str, Val], st: State, fr: Frame,
                 n: ast.AST | None, place: Any) -> Val:
+        # The callee's own loops get at least two passes, however deep the caller's loops nest (its summary serves
+        # calls from any nest, and a loop that carries a graph into its second pass must run that pass to show it);
+        # the nest inside the callee stays bounded by MAX_LOOP_PRODUCT
+        product = self.loop_product
+        self.loop_product = min(product, 2)
+        try:
+            return self._follow_in(fi, key, pos, kw, st, fr, n, place)
+        finally:
+            self.loop_product = product
+
+    def _follow_in(self, fi: FuncInfo, key: Any, pos: list[Val], kw: dict[str, Val], st: State, fr: Frame,
+                   n: ast.AST | None, place: Any) -> Val:
         if self.entry is None and self.mod.is_root and fi.mod is not None and not fi.mod.is_root and n is not None:
             self.entry = (self.site(n), self.stmt_site())
             self.entry_args = _arg_sites(self, n, pos, kw)
