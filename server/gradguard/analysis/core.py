@@ -634,6 +634,9 @@ class AnalyzerCore:
     def construct_module(self, info: OpInfo, pos: list[Val], kw: dict[str, Val], n: ast.AST) -> Obj:
         raise NotImplementedError
 
+    def annotated_module(self, ann: ast.expr | None, fi: FuncInfo, depth: int = 0) -> Val | None:
+        raise NotImplementedError
+
     def default_instance(self, cls: ClassInfo) -> Obj:
         raise NotImplementedError
 

@@ -135,8 +135,10 @@ class Functions(Summaries):
                 env[p.arg] = widen_default(d, p.annotation) if widen else d
                 if defaults_only and p.arg not in defaults:
                     # the stand-in instance's constructor argument nobody showed: an unknown value that code may
-                    # use as an object (`self.qf = qf` ... `self.qf.parameters()`, `self.qf(obs)`: one object)
-                    env[p.arg] = fresh(p.arg, rg=NO, maybe_tensor=True)
+                    # use as an object (`self.qf = qf` ... `self.qf.parameters()`, `self.qf(obs)`: one object),
+                    # or an instance of the module class it is annotated with (`models: list[ControlNet]`)
+                    typed = self.annotated_module(p.annotation, fi)
+                    env[p.arg] = typed if typed is not None else fresh(p.arg, rg=NO, maybe_tensor=True)
         if a.vararg:
             rest = pos[i:]
             env[a.vararg.arg] = Seq.of(rest, "tuple") if spread is None else Seq(None, choice([*rest, spread]), "tuple")

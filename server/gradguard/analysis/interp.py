@@ -602,6 +602,8 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
                 env[p.arg] = UNKNOWN_NUM
             elif d is not None and not isinstance(d, Const):
                 env[p.arg] = d  # `norm_layer=nn.LayerNorm`, `act=nn.ReLU()`: what the default usage runs
+            elif not is_tensor and (typed := self.annotated_module(p.annotation, fi)) is not None:
+                env[p.arg] = typed  # `controlnet: BlockwiseControlNet = None`: an instance of that module class
             else:
                 env[p.arg] = v = fresh(p.arg, rg=rg, maybe_tensor=not is_tensor)
                 if rg == NO and not is_tensor and fi.cls is None and isinstance(v, T):

@@ -30,6 +30,7 @@ from gradguard.analysis.values import (
     Bound,
     Choice,
     ClassInfo,
+    ClassV,
     Const,
     Func,
     FuncInfo,
@@ -61,6 +62,10 @@ def _callable_instance(v: Val) -> bool:
 
 # torch bases that are not modules: optimizers (and their schedulers), datasets and samplers
 _NOT_MODULES = ("torch.optim.", "torch.utils.data.")
+
+
+# annotations of a sequence of one kind of element: `list[Block]`, `Sequence[Block]`, `tuple[Block, ...]`
+_SEQUENCE_ANNOTATIONS = frozenset({"list", "List", "Sequence", "Iterable", "tuple", "Tuple", "MutableSequence"})
 
 
 class NNModules(Summaries):
@@ -121,6 +126,37 @@ class NNModules(Summaries):
             self.cached(("instance", key), lambda: self.inline(init, [obj], {}, st, Frame(None, MAX_DEPTH - 3),
                                                                defaults_only=True))
         return obj
+
+    def annotated_module(self, ann: ast.expr | None, fi: FuncInfo, depth: int = 0) -> Val | None:
+        """What a parameter annotated with a module class of the code stands for when no caller is seen:
+        ``controlnet: BlockwiseControlNet = None``, ``blocks: list[ResBlock]``, ``Optional["Encoder"]``. An
+        instance built with its constructor's defaults (a list of them for a sequence); None for anything else
+        (a config, a torch layer, a type the analysis cannot resolve)."""
+        if ann is None or depth > 2:
+            return None
+        if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
+            try:
+                ann = ast.parse(ann.value, mode="eval").body
+            except SyntaxError:
+                return None
+        if isinstance(ann, ast.BinOp) and isinstance(ann.op, ast.BitOr):  # `Encoder | None`
+            return self.annotated_module(ann.left, fi, depth + 1) or self.annotated_module(ann.right, fi, depth + 1)
+        if isinstance(ann, ast.Subscript):
+            head = ann.value.attr if isinstance(ann.value, ast.Attribute) else getattr(ann.value, "id", "")
+            args = ann.slice.elts if isinstance(ann.slice, ast.Tuple) else [ann.slice]
+            if head in ("Optional", "Union"):
+                return next((v for a in args if (v := self.annotated_module(a, fi, depth + 1)) is not None), None)
+            if head in _SEQUENCE_ANNOTATIONS and args:
+                el = self.annotated_module(args[0], fi, depth + 1)
+                return Seq(None, el, "list") if el is not None else None
+            return None
+        if not isinstance(ann, (ast.Name, ast.Attribute)):
+            return None
+        st, fr = State({}, Heap()), Frame(fi, MAX_DEPTH - 3)
+        v = self.lookup(ann.id, st, fr) if isinstance(ann, ast.Name) else self.ev_nograd(ann, st, fr)
+        if isinstance(v, ClassV) and self.module_like(v.info) and not self._is_function_class(v.info):
+            return self.default_instance(v.info)
+        return None
 
     def _entries(self, pos: list[Val]) -> Val:
         """Entries of nn.Sequential(*args) / ModuleList(list): a Seq, or Alt when lists were built differently."""
