@@ -11,6 +11,7 @@ from typing import Any
 from gradguard.analysis.common import (
     AUTOCAST_CTX,
     CONTAINER_MODULES,
+    CONTAINER_TYPES,
     ENABLE_GRAD_CTX,
     MAX_UNROLL,
     NO_GRAD_CTX,
@@ -597,7 +598,7 @@ class Calls(AnalyzerCore):
                     answers.append(answer)
                 elif isinstance(v, T) and q in ("torch.Tensor", "Tensor"):
                     answers.append(True)
-                elif isinstance(v, T) and q in _CONTAINER_TYPES and not v.maybe_tensor and not v.maybe_tuple:
+                elif isinstance(v, T) and q in CONTAINER_TYPES and not v.maybe_tensor and not v.maybe_tuple:
                     # `if isinstance(forecast, tuple):` on what an op returned: a tensor is no tuple, and iterating
                     # it (`tuple(z.transpose(-1, -2) for z in forecast)`) is not what the code does with it
                     answers.append(False)
@@ -1169,7 +1170,6 @@ _BUILTIN_TYPES: dict[str, type | tuple[type, ...]] = {
     "builtins.dict": dict,
 }
 
-_CONTAINER_TYPES = frozenset({"builtins.tuple", "builtins.list", "builtins.dict"})
 
 # isinstance(v, q) for a class, function or partial v: q -> kind -> answer (no entry: not known)
 _NOT_DATA = {"class": False, "function": False, "partial": False, "callable": False}

@@ -89,6 +89,10 @@ class Loop:
         self.continues: list[State] = []
 
 
+# the builtin containers a value can be tested against (`isinstance(out, tuple)`, `type(out) is dict`)
+CONTAINER_TYPES = frozenset({"builtins.tuple", "builtins.list", "builtins.dict"})
+
+
 class Frame:
     __slots__ = ("assumed", "cls", "depth", "func", "loops", "returns", "self_obj")
 

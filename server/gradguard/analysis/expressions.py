@@ -7,6 +7,7 @@ from typing import Any
 
 from gradguard.analysis.common import (
     BINOPS,
+    CONTAINER_TYPES,
     MAX_UNROLL,
     OPSYM,
     STR_METHODS,
@@ -63,13 +64,8 @@ from gradguard.analysis.values import (
 )
 from gradguard.knowledge import libraries as L
 
-# what a factory made (`buf = torch.zeros(n, d)`, `out = x.new_zeros(...)`): surely one tensor, so iterating it is
-# unbinding it, not going through a tuple taken for a tensor
-_NEW_BUFFERS = frozenset({"zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like",
-                          "new_zeros", "new_ones", "new_empty", "new_full", "rand", "randn", "rand_like",
-                          "randn_like"})
 # classes `type(x) is C` compares exactly (see Calls.call_builtin for `type` of a tensor)
-_EXACT_TYPES = frozenset({"torch.Tensor", "builtins.tuple", "builtins.list", "builtins.dict"})
+_EXACT_TYPES = CONTAINER_TYPES | {"torch.Tensor"}
 # nn.Module's own API: on an object of ours, a name from here is a method of its torch base, not a part
 MODULE_API = frozenset({
     "parameters", "named_parameters", "buffers", "named_buffers", "children", "named_children", "modules",
@@ -712,7 +708,7 @@ class Expressions(AnalyzerCore):
             if v.maybe_tensor:
                 return fresh("element", rg=v.rg, maybe_tensor=True)
             return T(v.storages, rg=v.rg, leaf=v.leaf, view="multi", view_op="iterating a tensor (unbind)",
-                     prov=v.prov, origin="iteration of a new tensor" if v.origin in _NEW_BUFFERS and v.view is None
+                     prov=v.prov, origin="iteration of a new tensor" if v.origin in L.NEW_TENSOR_ORIGINS and v.view is None
                      else "iteration", view_site=self.site(node) if node is not None else None,
                      made=self.stamp if v.rg == YES else 0)  # (of a value surely requiring grad: see stale_view)
         if isinstance(v, (Seq, Alt)):

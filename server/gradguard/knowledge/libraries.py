@@ -125,6 +125,12 @@ TORCH_LOADERS = frozenset({
     "torch.jit.load",
 })
 
+# how the analysis names what a factory made (`buf = torch.zeros(n, d)`, `out = x.new_zeros(...)`, `*_like`): surely
+# one tensor
+NEW_TENSOR_ORIGINS = frozenset({q.rsplit(".", 1)[-1] for q in TORCH_FACTORIES} | {
+    "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like",
+    "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"})
+
 DEEPCOPY = frozenset({"copy.deepcopy"})
 PARTIAL = frozenset({"functools.partial"})
 
