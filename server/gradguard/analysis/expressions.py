@@ -453,9 +453,14 @@ class Expressions(AnalyzerCore):
         if isinstance(sl, (ast.List, ast.ListComp)):
             return True
         if isinstance(sl, ast.Tuple):
-            return any(isinstance(e, (ast.List, ast.ListComp)) for e in sl.elts) or \
-                (isinstance(idx, Seq) and idx.items is not None and any(isinstance(x, T) for x in idx.items))
-        return False
+            # (a sequence inside the index tuple, `x[:, dims]` with `dims = [0, 2]` or `(0, 2)`, indexes by its
+            # elements: a copy, as a tensor there does)
+            return any(isinstance(e, (ast.List, ast.ListComp)) for e in sl.elts) or (
+                isinstance(idx, Seq) and idx.items is not None
+                and any(isinstance(x, T) or (isinstance(x, Seq) and x.kind in ("list", "tuple")) for x in idx.items))
+        # `x[dims]` with a list value (a tuple value is one index per dimension, `x[(0, 1)]` is `x[0, 1]`)
+        return isinstance(idx, Seq) and idx.kind == "list"
+
 
     def e_Slice(self, n: ast.Slice, st: State, fr: Frame) -> Val:
         for x in (n.lower, n.upper, n.step):
