@@ -118,6 +118,9 @@ def _ev_children(self: Expressions, node: ast.expr, st: State, fr: Frame) -> Val
     return UNKNOWN
 
 
+# decorators that make a method read as an attribute (`functools.cached_property`, `abc.abstractproperty`)
+_PROPERTIES = frozenset({"property", "cached_property", "abstractproperty"})
+
 class Expressions(AnalyzerCore):
     # ------------------------------------------------------------------ expressions
     def ev(self, node: ast.expr | None, st: State, fr: Frame) -> Val:
@@ -594,7 +597,7 @@ class Expressions(AnalyzerCore):
                 fi = base.info.find_method(attr)
                 if fi is not None:
                     if isinstance(fi.node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
-                            (isinstance(d, ast.Name) and d.id == "property") for d in fi.node.decorator_list):
+                            getattr(d, "id", getattr(d, "attr", None)) in _PROPERTIES for d in fi.node.decorator_list):
                         return self.call_func(fi, [base], {}, st, Frame(None, 1), n)
                     if fi.is_static:
                         return Func(fi)

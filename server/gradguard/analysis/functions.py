@@ -155,6 +155,8 @@ class Functions(Summaries):
             env[a.kwarg.arg] = UNKNOWN if "**" in kw or defaults_only else Seq.keyed(
                 {k: v for k, v in kw.items() if k not in taken})
         self_obj = pos[0] if fi.cls is not None and pos and not fi.is_static else None
+        if (stub := stub_result(node)) is not None:
+            return stub
         first_sid = Storage("marker").sid
         callee = State(env, st.heap, st.no_grad or fi.no_grad or self.ng_only(fi), st.autocast,
                        st.allow_mutation or self.am_only(fi), st.silent, st.inference or fi.inference)
@@ -235,6 +237,56 @@ def thin(node: ast.AST) -> bool:
             got = len(body) <= 2 and all(isinstance(b, (ast.Assign, ast.AnnAssign, ast.Return, ast.Expr))
                                          for b in body)
         node._gg_thin = got  # type: ignore[attr-defined]  # cached on the tree, which it describes
+    return got
+
+
+_ABSTRACT = frozenset({"abstractmethod", "abstractproperty", "abstractclassmethod", "abstractstaticmethod"})
+_LISTS = frozenset({"list", "List", "Sequence", "MutableSequence", "Iterable"})
+_NUMS = frozenset({"int", "bool", "float"})
+
+
+def _head(ann: ast.expr) -> str:
+    if isinstance(ann, ast.Subscript):
+        ann = ann.value
+    return ann.attr if isinstance(ann, ast.Attribute) else getattr(ann, "id", "")
+
+
+def annotated_value(ann: ast.expr | None) -> Val:
+    """What a value annotated ``ann`` is, as far as its annotation says: ``List[int]`` a list of numbers,
+    ``Tuple[...]`` a tuple, ``int`` a number; anything else unknown."""
+    if ann is None:
+        return UNKNOWN
+    head = _head(ann)
+    if head in _NUMS:
+        return UNKNOWN_NUM
+    if head in _LISTS or head in ("tuple", "Tuple"):
+        inner = ann.slice if isinstance(ann, ast.Subscript) else None
+        if isinstance(inner, ast.Tuple) and inner.elts:
+            inner = inner.elts[0]
+        elem = UNKNOWN_NUM if inner is not None and _head(inner) in _NUMS else UNKNOWN
+        return Seq(None, elem, "tuple" if head in ("tuple", "Tuple") else "list")
+    return UNKNOWN
+
+
+def stub_result(node: ast.AST) -> Val | None:
+    """The value of a call to a method that has no body of its own (a docstring, ``pass``, ``...``) and is
+    declared abstract or to return something (``@abstractproperty def angle_dims(self) -> List[int]: pass``):
+    its subclasses return it, not the ``None`` its empty body falls through to. None for any other function."""
+    got: Any = getattr(node, "_gg_stub", False)
+    if got is not False:
+        return got  # type: ignore[no-any-return]
+    got = None
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        body = node.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            body = body[1:]
+        empty = all(isinstance(b, ast.Pass) or (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant)
+                                                and b.value.value is Ellipsis) for b in body)
+        returns = node.returns
+        declared = returns is not None and not (isinstance(returns, ast.Constant) and returns.value is None)
+        if empty and (declared or any(_head(d) in _ABSTRACT for d in node.decorator_list)):
+            got = annotated_value(returns)
+    node._gg_stub = got  # type: ignore[attr-defined]  # cached on the tree, which it describes
     return got
 
 

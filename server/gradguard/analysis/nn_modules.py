@@ -68,6 +68,16 @@ _NOT_MODULES = ("torch.optim.", "torch.utils.data.")
 _SEQUENCE_ANNOTATIONS = frozenset({"list", "List", "Sequence", "Iterable", "tuple", "Tuple", "MutableSequence"})
 
 
+def _abstract(node: ast.ClassDef) -> bool:
+    """A class that declares abstract methods (or derives from ABC): its instances are its subclasses'."""
+    if any(getattr(b, "id", getattr(b, "attr", "")) in ("ABC", "ABCMeta") for b in node.bases) or any(
+            k.arg == "metaclass" for k in node.keywords):
+        return True
+    return any(isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+               and any(getattr(d, "id", getattr(d, "attr", "")).startswith("abstract") for d in f.decorator_list)
+               for f in node.body)
+
+
 class NNModules(Summaries):
     def module_like(self, cls: ClassInfo) -> bool:
         """An nn.Module (or autograd.Function): a torch base, or a `forward` of its own or of a local base. An
@@ -154,8 +164,13 @@ class NNModules(Summaries):
             return None
         st, fr = State({}, Heap()), Frame(fi, MAX_DEPTH - 3)
         v = self.lookup(ann.id, st, fr) if isinstance(ann, ast.Name) else self.ev_nograd(ann, st, fr)
-        if isinstance(v, ClassV) and self.module_like(v.info) and not self._is_function_class(v.info):
-            return self.default_instance(v.info)
+        if isinstance(v, ClassV) and not self._is_function_class(v.info):
+            if self.module_like(v.info):
+                return self.default_instance(v.info)
+            if _abstract(v.info.node):
+                # an abstract class (`dynamics_model: ControlAffineSystem`): an instance of one of its subclasses,
+                # whose methods and properties the class declares (`-> List[int]`); its state is not known
+                return Obj("local", v.info.name, v.info)
         return None
 
     def _entries(self, pos: list[Val]) -> Val:
