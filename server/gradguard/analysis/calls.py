@@ -1058,6 +1058,25 @@ class Calls(AnalyzerCore):
             self.rebind_expr(node, made, st, fr)  # `y.requires_grad_()` as a statement changes y
         return made
 
+    def _drop_detached_saves(self, expr: ast.expr, st: State) -> None:
+        """``V.view(b, n, -1)[mask, 0].detach()``: the only way to the backward nodes of the ops written inside a
+        detached temporary is the output ``detach()`` drops, so those nodes never run and what they saved (here the
+        index ``mask``) is never read: writing it in place afterwards breaks nothing."""
+        if not isinstance(expr, (ast.Subscript, ast.Call, ast.BinOp, ast.UnaryOp)) or any(
+                isinstance(x, (ast.NamedExpr, ast.Lambda)) for x in ast.walk(expr)):
+            return
+        path, first, last = self.mod.path, (expr.lineno, expr.col_offset), \
+            (expr.end_lineno or expr.lineno, expr.end_col_offset or 0)
+        saved = st.heap.saved
+        for s, recs in list(saved.items()):
+            keep = tuple(r for r in recs if not (r.site.path == path and first <= (r.site.line, r.site.col)
+                                                 and (r.site.end_line, r.site.end_col) <= last))
+            if len(keep) != len(recs):
+                if keep:
+                    saved[s] = keep
+                else:
+                    del saved[s]
+
     # method calls -------------------------------------------------------------------
     def call_method(self, m: Method, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State, fr: Frame) -> Val:
         recv, name = m.recv, m.name
@@ -1069,6 +1088,8 @@ class Calls(AnalyzerCore):
                 self.backward(recv, kw, n, st)
                 return NONE
             if name == "detach":
+                if recv_node is not None:
+                    self._drop_detached_saves(recv_node, st)
                 return T(recv.storages, rg=NO, origin="detach")
             if name == "split" and pos and isinstance(pos[0], Const) and isinstance(pos[0].value, str):
                 return Seq(None, Const("", known=False), "list")  # str.split: Tensor.split never takes a str
