@@ -1144,6 +1144,11 @@ class Calls(AnalyzerCore):
             if name == "apply" and self._is_function_class(recv.info):
                 return self.autograd_apply(recv.info, pos, kw, n, st, fr)
             return UNKNOWN
+        if isinstance(recv, (Seq, Params)) and name in ("append", "extend") and isinstance(n.func, ast.Attribute) \
+                and pos and (isinstance(recv, Params) or (name == "extend" and isinstance(pos[0], Params))):
+            # `params.extend(model.parameters())`: a list of parameters, what an optimizer given it updates
+            self._rebind(n.func.value, Params(self.owners_of(recv) | self.owners_of(pos[0])), st, fr)
+            return NONE
         if isinstance(recv, Seq) and name in ("append", "extend", "insert") and isinstance(n.func, ast.Attribute):
             new: Val
             if name == "append" and pos:

@@ -362,6 +362,11 @@ class Expressions(AnalyzerCore):
             return self.new_tensor([a, b], st, name)
         if isinstance(a, Params) and isinstance(b, Params):
             return Params(a.owners | b.owners)
+        if isinstance(op, ast.Add) and (isinstance(a, Params) or isinstance(b, Params)) \
+                and isinstance(a, (Params, Seq)) and isinstance(b, (Params, Seq)):
+            # `params += list(model.parameters())` on a list of parameters (`[]` to begin with): still what an
+            # optimizer given it updates
+            return Params(self.owners_of(a) | self.owners_of(b))
         if isinstance(a, Seq) and isinstance(b, Seq) and isinstance(op, ast.Add):
             if a.items is not None and b.items is not None:
                 return Seq.of(a.items + b.items, a.kind)
