@@ -22,8 +22,11 @@ from gradguard.analysis.values import (
     UNKNOWN,
     UNKNOWN_NUM,
     Alt,
+    ClassV,
     Const,
+    Func,
     FuncInfo,
+    Ref,
     Seq,
     Storage,
     Val,
@@ -38,6 +41,51 @@ class Functions(Summaries):
     # local functions -------------------------------------------------------------------
     def call_func(self, fi: FuncInfo, pos: list[Val], kw: dict[str, Val], st: State, fr: Frame,
                   n: ast.AST | None) -> Val:
+        got = self._call_func(fi, pos, kw, st, fr, n)
+        if got is UNKNOWN and (same := self._typevar_identity(fi)) is not None:
+            # `Dropout = basic_unit(nn.Dropout)`, `def basic_unit(cls: T) -> Union[T, Traceable]`: what the body
+            # makes of its argument is past following (a class built with `type(...)`), but its signature says it
+            # is the argument's kind: the class given
+            i, name = same
+            arg = pos[i] if i < len(pos) else kw.get(name)
+            if isinstance(arg, (ClassV, Ref, Func)):
+                return arg
+        return got
+
+    def _typevar_identity(self, fi: FuncInfo) -> tuple[int, str] | None:
+        """The parameter a function is typed to return (``(cls: T, ...) -> T``, ``Union[T, Traceable]``, ``T |
+        None``, with ``T = TypeVar("T")`` in its module): its index and name, else None. Cached on the tree."""
+        node = fi.node
+        got: Any = getattr(node, "_gg_tv", False)
+        if got is not False:
+            return got  # type: ignore[no-any-return]
+        got = None
+        returns = getattr(node, "returns", None)
+        if returns is not None:
+            names = _annotation_names(returns)
+            a = node.args
+            params = [*a.posonlyargs, *a.args]
+            for i, p in enumerate(params):
+                ann = p.annotation
+                if isinstance(ann, ast.Name) and ann.id in names and self._is_typevar(fi, ann.id):
+                    got = (i, p.arg)
+                    break
+        node._gg_tv = got  # type: ignore[attr-defined]  # cached on the tree, which it describes
+        return got  # type: ignore[no-any-return]
+
+    def _is_typevar(self, fi: FuncInfo, name: str) -> bool:
+        mod = fi.mod
+        src = mod.source if mod is not None else None
+        tree = self.tree if mod is None or mod.is_root else (src.tree if src is not None else None)
+        for st_ in getattr(tree, "body", ()):
+            if isinstance(st_, ast.Assign) and isinstance(st_.value, ast.Call) and any(
+                    isinstance(t, ast.Name) and t.id == name for t in st_.targets):
+                f = st_.value.func
+                return (f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")) == "TypeVar"
+        return False
+
+    def _call_func(self, fi: FuncInfo, pos: list[Val], kw: dict[str, Val], st: State, fr: Frame,
+                   n: ast.AST | None) -> Val:
         self.effects += 1
         if self.shared_recs:
             self.note_call(fi, fr.depth)
@@ -221,6 +269,18 @@ def _spread(pos: list[Val]) -> tuple[list[Val], Val | None]:
                     elems.append(w)
             return pos[:i], choice(elems)
     return pos, None
+
+
+def _annotation_names(ann: ast.expr) -> set[str]:
+    """The plain names a return annotation allows: ``T``, ``Union[T, X]``, ``Optional[T]``, ``T | None``."""
+    if isinstance(ann, ast.Name):
+        return {ann.id}
+    if isinstance(ann, ast.BinOp) and isinstance(ann.op, ast.BitOr):
+        return _annotation_names(ann.left) | _annotation_names(ann.right)
+    if isinstance(ann, ast.Subscript) and _head(ann) in ("Union", "Optional"):
+        inner = ann.slice
+        return set().union(*(_annotation_names(e) for e in (inner.elts if isinstance(inner, ast.Tuple) else [inner])))
+    return set()
 
 
 def thin(node: ast.AST) -> bool:
