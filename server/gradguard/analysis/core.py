@@ -94,6 +94,12 @@ class AnalyzerCore:
         self.truncated: int | None = None  # the line where the analysis ran out of budget, if it did
         self.active: list[FuncInfo] = []
         self.functions: list[FuncInfo] = []
+        # nested defs of the checked file made while its functions run, and the defs the analysis called: one never
+        # called escapes (returned, passed to a library's `tree_map`, registered as a hook) and runs on its own
+        self.nested_defs: dict[ast.AST, FuncInfo] = {}
+        self.called_defs: set[ast.AST] = set()
+        self.escaped_run: set[ast.AST] = set()
+        self._escaping = False
         self.classes: list[ClassInfo] = []
         self.default_instances: dict[int, Obj] = {}
         self.cur_stmt: ast.stmt | None = None

@@ -87,6 +87,7 @@ class Functions(Summaries):
     def _call_func(self, fi: FuncInfo, pos: list[Val], kw: dict[str, Val], st: State, fr: Frame,
                    n: ast.AST | None) -> Val:
         self.effects += 1
+        self.called_defs.add(fi.node)
         if self.shared_recs:
             self.note_call(fi, fr.depth)
         if self.quiet:

@@ -276,6 +276,8 @@ def _am_only_lines(lines: list[str]) -> set[int]:
     return set()
 
 
+MAX_ESCAPED = 16  # nested defs run on their own after one function's run (see Analyzer.standalone)
+
 class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Training, AnalyzerCore):
     _ng_only: set[int] | None = None
     _am_only: set[int] | None = None
@@ -300,6 +302,10 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
             pass  # exec_stmt noted where (see AnalyzerCore.truncated)
         finally:
             self.reach_lines = self.reach_names = None
+        try:
+            self.run_escaped()  # the closures the module's own code made (`update = scale_by_rms()`)
+        except Budget:
+            pass
         chunks = chunks_of(self.tree, self.lines) if record else []
         starts, names = chunk_index(chunks)
         plan = None
@@ -553,6 +559,31 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         return node.lineno in src._am_only
 
     def standalone(self, fi: FuncInfo) -> None:
+        self.run_alone(fi)
+        self.run_escaped()
+
+    def run_escaped(self) -> None:
+        """Nested defs the runs so far made and nothing they ran called: they escape (`return update_fn`,
+        `tree_map(f, ...)`, `register_hook(hook)`), and whoever receives them calls them with arguments the analysis
+        does not see. They run on their own, with the closure their maker's run gave them (run after a function's
+        run, their findings are that run's)."""
+        if self._escaping:
+            return
+        self._escaping = True
+        try:
+            for _ in range(MAX_ESCAPED):
+                nxt = next((f for node, f in self.nested_defs.items()
+                            if node not in self.called_defs and node not in self.escaped_run), None)
+                if nxt is None:
+                    break
+                self.escaped_run.add(nxt.node)
+                self.budget = max(self.budget, 20_000)
+                self.foreign_used, self.foreign_limit = 0, FOREIGN_PER_FUNCTION
+                self.run_alone(nxt)
+        finally:
+            self._escaping = False
+
+    def run_alone(self, fi: FuncInfo) -> None:
         node = fi.node
         if isinstance(node, ast.Lambda):
             return
