@@ -806,13 +806,25 @@ def _const_compare(op: ast.cmpop, a: Const, b: Const) -> Val:
     return UNKNOWN_NUM
 
 
-def _const_slice(base: Seq, sl: ast.Slice) -> Seq | None:
-    """``base[lo:hi:step]`` with constant bounds on a sequence of known items; None otherwise."""
-    if base.items is None or not all(x is None or isinstance(x, ast.Constant) for x in (sl.lower, sl.upper, sl.step)):
+_NO_BOUND = object()
+
+
+def _bound(x: ast.expr | None) -> Any:
+    """A slice bound written as a constant (``-1`` included), None when absent, else _NO_BOUND."""
+    if x is None:
         return None
-    lo = sl.lower.value if isinstance(sl.lower, ast.Constant) else None
-    hi = sl.upper.value if isinstance(sl.upper, ast.Constant) else None
-    sp = sl.step.value if isinstance(sl.step, ast.Constant) else None
+    if isinstance(x, ast.UnaryOp) and isinstance(x.op, ast.USub) and isinstance(x.operand, ast.Constant) \
+            and isinstance(x.operand.value, int):
+        return -x.operand.value
+    return x.value if isinstance(x, ast.Constant) else _NO_BOUND
+
+
+def _const_slice(base: Seq, sl: ast.Slice) -> Seq | None:
+    """``base[lo:hi:step]`` with constant bounds (``conv_projections[:-1]``) on a sequence of known items; None
+    otherwise."""
+    lo, hi, sp = _bound(sl.lower), _bound(sl.upper), _bound(sl.step)
+    if base.items is None or _NO_BOUND in (lo, hi, sp):
+        return None
     try:
         return Seq.of(base.items[lo:hi:sp], base.kind)  # type: ignore[misc,index]
     except (TypeError, ValueError):
