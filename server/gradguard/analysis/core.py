@@ -96,9 +96,9 @@ class AnalyzerCore:
         self.functions: list[FuncInfo] = []
         # nested defs of the checked file made while its functions run, and the defs the analysis called: one never
         # called escapes (returned, passed to a library's `tree_map`, registered as a hook) and runs on its own
-        self.nested_defs: dict[ast.AST, FuncInfo] = {}
+        self.nested_defs: list[FuncInfo] = []  # (not yet looked at, in the order they were made)
+        self.nested_seen: set[ast.AST] = set()
         self.called_defs: set[ast.AST] = set()
-        self.escaped_run: set[ast.AST] = set()
         self._escaping = False
         self.classes: list[ClassInfo] = []
         self.default_instances: dict[int, Obj] = {}

@@ -70,7 +70,7 @@ class Functions(Summaries):
                 if isinstance(ann, ast.Name) and ann.id in names and self._is_typevar(fi, ann.id):
                     got = (i, p.arg)
                     break
-        node._gg_tv = got  # type: ignore[attr-defined]  # cached on the tree, which it describes
+        node._gg_tv = got  # type: ignore[union-attr]  # cached on the tree, which it describes
         return got  # type: ignore[no-any-return]
 
     def _is_typevar(self, fi: FuncInfo, name: str) -> bool:

@@ -276,7 +276,8 @@ def _am_only_lines(lines: list[str]) -> set[int]:
     return set()
 
 
-MAX_ESCAPED = 16  # nested defs run on their own after one function's run (see Analyzer.standalone)
+MAX_ESCAPED = 16  # nested defs run on their own after one function's run (see Analyzer.run_escaped)
+
 
 class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Training, AnalyzerCore):
     _ng_only: set[int] | None = None
@@ -571,12 +572,12 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
             return
         self._escaping = True
         try:
-            for _ in range(MAX_ESCAPED):
-                nxt = next((f for node, f in self.nested_defs.items()
-                            if node not in self.called_defs and node not in self.escaped_run), None)
-                if nxt is None:
-                    break
-                self.escaped_run.add(nxt.node)
+            ran = 0
+            while self.nested_defs and ran < MAX_ESCAPED:
+                nxt = self.nested_defs.pop(0)
+                if nxt.node in self.called_defs:
+                    continue
+                ran += 1
                 self.budget = max(self.budget, 20_000)
                 self.foreign_used, self.foreign_limit = 0, FOREIGN_PER_FUNCTION
                 self.run_alone(nxt)

@@ -352,8 +352,9 @@ class Statements(AnalyzerCore):
         st.env[s.name] = self._decorated(s, Func(fi), st, fr)
         if fr.func is None and fr.depth == 0 and self.mod.is_root:
             self.functions.append(fi)
-        elif fr.func is not None and self.mod.is_root and not st.silent:
-            self.nested_defs.setdefault(s, fi)
+        elif fr.func is not None and self.mod.is_root and not st.silent and s not in self.nested_seen:
+            self.nested_seen.add(s)
+            self.nested_defs.append(fi)
         return st
 
     def _decorated(self, s: ast.FunctionDef | ast.AsyncFunctionDef, fn: Func, st: State, fr: Frame) -> Val:
