@@ -486,6 +486,14 @@ class Calls(AnalyzerCore):
             return Partial(pos[0], tuple(pos[1:]), tuple(kw.items()), sites) if pos else UNKNOWN
         if qual in L.RETURNS_FIRST_ARG:
             return pos[0] if pos else UNKNOWN
+        if qual in L.HOOKS_EVERY_MODULE and pos:
+            # from here on every module's call wraps its inputs and outputs in BackwardHookFunction (see call_obj)
+            if isinstance(pos[0], Obj):
+                what = Const(self.text(n.args[0])[:40] if n.args else "module")
+                for o in self.reach(pos[0]):
+                    if isinstance(o, Obj) and o.kind in ("torch", "sequential", "modulelist", "local"):
+                        o.cfg["full_backward_hook"] = what
+            return pos[0]
         if qual in L.WRAPPERS:
             w = Obj("wrapper", qual)
             w.training = True

@@ -99,6 +99,10 @@ RETURNS_FIRST_ARG = frozenset({
 })
 
 # wrap a module: calling the wrapper calls it, `.module` is it
+# BackPACK's extend(module): registers a full backward hook on the module and on each of its submodules (it walks
+# module.children()), and returns the module
+HOOKS_EVERY_MODULE = frozenset({"backpack.extend"})
+
 WRAPPERS = frozenset({
     "torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.data_parallel.DataParallel",
     "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
