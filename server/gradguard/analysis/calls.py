@@ -460,8 +460,15 @@ class Calls(AnalyzerCore):
             if obj is None and fr.func is not None:
                 obj = None
             return Super(obj or UNKNOWN, fr.cls)
-        if name == "getattr" and len(pos) >= 2 and isinstance(pos[1], Const) and isinstance(pos[1].value, str):
+        if name == "getattr" and len(pos) >= 2 and isinstance(pos[1], Const) and pos[1].known \
+                and isinstance(pos[1].value, str):
             return self.getattr(pos[0], pos[1].value, n, st)
+        if name == "getattr" and len(pos) == 2 and isinstance(pos[0], Obj) and pos[0].kind == "torch" \
+                and len(n.args) == 2 and isinstance(n.args[1], ast.JoinedStr) and n.args[1].values \
+                and isinstance(head := n.args[1].values[0], ast.Constant) and isinstance(head.value, str) \
+                and head.value.startswith(("weight_", "bias_")):
+            # `getattr(self.rnn, f"bias_hh_l{i}")`: whichever layer's, a parameter of the torch module
+            return self.getattr(pos[0], head.value + "{}", n, st)
         if name in ("sum", "min", "max") and pos:
             el = self.elem(pos[0], n) if len(pos) == 1 else join(pos[0], pos[1])
             if isinstance(el, T):
