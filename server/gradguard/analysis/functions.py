@@ -14,7 +14,7 @@ from gradguard.analysis.common import (
     storages_of,
 )
 from gradguard.analysis.hazards import Site
-from gradguard.analysis.state import Heap, State
+from gradguard.analysis.state import Heap, State, split_paths
 from gradguard.analysis.summaries import Summaries, Summary
 from gradguard.analysis.values import (
     NO,
@@ -231,13 +231,16 @@ class Functions(Summaries):
             paths.append((NONE, end.heap))
         if not paths:
             return UNKNOWN
-        result: Val = paths[0][0]
-        for v, _h in paths[1:]:
-            result = NONE if result is NONE and v is NONE else (v if result is NONE else result if v is NONE
-                                                                 else join_paths(result, v))
         if len(paths) == 1:
             st.heap = paths[0][1]
-            return result
+            return paths[0][0]
+        # (each path's value carries only its own path's saves: `if self.se: return x * self.gate(x)` / `else:
+        # return x` returns x on the path where the gate's conv did not save it; see state.split_paths)
+        vals, alt_saved = split_paths([v for v, _h in paths], [h for _v, h in paths])
+        result: Val = vals[0]
+        for v in vals[1:]:
+            result = NONE if result is NONE and v is NONE else (v if result is NONE else result if v is NONE
+                                                                 else join_paths(result, v))
         returned = [storages_of(v) for v, _h in paths]
         any_returned: set[Storage] = set().union(*returned)
         heap: Heap | None = None
@@ -246,7 +249,7 @@ class Functions(Summaries):
                             if s.sid <= first_sid or s in mine or s not in any_returned}, h.steps, h.freed, h.wrote)
             heap = trimmed if heap is None else heap.join(trimmed)
         assert heap is not None
-        st.heap = heap
+        st.heap = heap.with_saved(alt_saved) if alt_saved else heap
         return result
 
 
