@@ -385,7 +385,7 @@ class AnalyzerCore:
             # (a write that makes one of several views require grad: for views the code made with split, unbind or
             # chunk; iterating a value taken for a tensor may as well be iterating a tuple of them)
             self.report(Hazard("view_multi", form, site, stmt, op, target, related=related,
-                               extra=(*extra, ("view_op", val.view_op))))
+                               extra=(*extra, ("view_op", val.view_op), ("of_leaf", val.leaf))))
             return
         if (val.view == "nograd" or (val.view == "nograd_if" and (val.rg >= MAYBE or operands_yes))) and grad_on:
             self.report(Hazard("view_nograd", form, site, stmt, op, target, related=related,

@@ -603,8 +603,14 @@ def _method(ctx: Ctx) -> list[Fix]:
 
 def _nograd_view_write(ctx: Ctx, st: Stmt) -> list[Fix]:
     """A view made under no_grad: write through it under no_grad too (as it was made; autograd does not record
-    the write, which it could not do for that view anyway)."""
-    if ctx.f.facts.get("kind") != "view_nograd":
+    the write, which it could not do for that view anyway). One of several views of a parameter
+    (`rnn.bias_hh_l0.chunk(4)[1].fill_(1)`, setting a gate's bias): an initialisation, done under no_grad as
+    `nn.init` does."""
+    kind = ctx.f.facts.get("kind")
+    if kind == "view_multi" and ctx.f.mutation is not None and ctx.f.mutation.extra.get("of_leaf"):
+        return _no_grad_wrap(ctx, st.span, "Write under `with torch.no_grad():` (it sets a parameter's values, as "
+                                           "`nn.init` does; autograd does not record it)")
+    if kind != "view_nograd":
         return []
     return _no_grad_wrap(ctx, st.span, "Write under `with torch.no_grad():`, as the view was made (autograd does not "
                                        "record the write)")
