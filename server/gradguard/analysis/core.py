@@ -716,6 +716,9 @@ class AnalyzerCore:
     def owners_of(self, v: Val) -> frozenset[Any]:
         raise NotImplementedError
 
+    def reach(self, obj: Obj) -> frozenset[Any]:
+        raise NotImplementedError
+
     def super_method(self, sup: Super, name: str, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State,
                      fr: Frame) -> Val:
         raise NotImplementedError
