@@ -71,8 +71,9 @@ _SEQUENCE_ANNOTATIONS = frozenset({"list", "List", "Sequence", "Iterable", "tupl
 def _abstract(node: ast.ClassDef) -> bool:
     """A class that declares abstract methods (or derives from ABC): its instances are its subclasses'."""
     if any(getattr(b, "id", getattr(b, "attr", "")) in ("ABC", "ABCMeta") for b in node.bases) or any(
-            k.arg == "metaclass" for k in node.keywords):
-        return True
+            k.arg == "metaclass" and getattr(k.value, "id", getattr(k.value, "attr", "")) == "ABCMeta"
+            for k in node.keywords):
+        return True  # (another metaclass, a registry's or a singleton's, says nothing about subclasses)
     return any(isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
                and any(getattr(d, "id", getattr(d, "attr", "")).startswith("abstract") for d in f.decorator_list)
                for f in node.body)
