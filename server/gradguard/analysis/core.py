@@ -101,6 +101,9 @@ class AnalyzerCore:
         self.called_defs: set[ast.AST] = set()
         self._escaping = False
         self.classes: list[ClassInfo] = []
+        # every class and def the run made, in any module (their cycles are broken when the analysis is disposed)
+        self.made_classes: list[ClassInfo] = []
+        self.made_funcs: list[FuncInfo] = []
         self.default_instances: dict[int, Obj] = {}
         self.cur_stmt: ast.stmt | None = None
         self.active_loops: list[ast.AST] = []

@@ -199,7 +199,9 @@ class Expressions(AnalyzerCore):
 
     def e_Lambda(self, n: ast.Lambda, st: State, fr: Frame) -> Val:
         outer = fr.func.closure if fr.func is not None else None  # (the names the enclosing def sees too)
-        return Func(FuncInfo(n, "<lambda>", closure={**outer, **st.env} if outer else dict(st.env), mod=self.mod))
+        fi = FuncInfo(n, "<lambda>", closure={**outer, **st.env} if outer else dict(st.env), mod=self.mod)
+        self.made_funcs.append(fi)
+        return Func(fi)
 
     def e_IfExp(self, n: ast.IfExp, st: State, fr: Frame) -> Val:
         test = self.ev(n.test, st, fr)

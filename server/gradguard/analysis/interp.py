@@ -354,17 +354,19 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         land on a later keystroke."""
         for ctx in (self.root, *self.loaded.values()):
             ctx.env.clear()
-        for ci in self.classes:
+        for ci in self.made_classes:
             ci.methods.clear()
             ci.attrs.clear()
             ci.bases.clear()
-        for fi in self.functions:
+        for fi in self.made_funcs:
             fi.closure = None
         for cache in (self.default_instances, self.summaries, self.footprints, self.opaque_objs, self.defaults_cache, self.hazards,
                       self.cache_reach):
             cache.clear()
         self.functions.clear()
         self.classes.clear()
+        self.made_classes.clear()
+        self.made_funcs.clear()
         self.__dict__.clear()  # closures made during the run (cached calls, callbacks) may still point at it
 
     def file_facts(self) -> tuple[object, ...]:

@@ -342,6 +342,7 @@ class Statements(AnalyzerCore):
         # (a def nested two deep sees its grandparent's names too: `inner` of a decorator factory calls `torch_fn`)
         closure = None if fr.func is None else {**fr.func.closure, **st.env} if fr.func.closure else dict(st.env)
         fi = FuncInfo(s, s.name, cls=None, closure=closure, mod=self.mod)
+        self.made_funcs.append(fi)
         for d in s.decorator_list:
             q = self.qual_of(d.func if isinstance(d, ast.Call) else d, st, fr)
             if q in NO_GRAD_CTX:
@@ -401,6 +402,7 @@ class Statements(AnalyzerCore):
 
     def s_ClassDef(self, s: ast.ClassDef, st: State, fr: Frame) -> State:
         ci = ClassInfo(s, s.name, bases=[self.ev(b, st, fr) for b in s.bases], mod=self.mod)
+        self.made_classes.append(ci)
         root = self.mod.is_root
         for b in s.body:
             if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)):

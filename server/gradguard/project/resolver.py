@@ -87,6 +87,15 @@ class Project:
         self._callers: CallerIndex | None = None
         self.shared = SharedStore()  # what calls into its modules did, for every analysis (analysis.shared)
 
+    def close(self) -> None:
+        """Forget everything read and kept (a run that built the project for itself is over)."""
+        self._sources.clear()
+        self._overlays.clear()
+        self._abs_cache.clear()
+        self._memos.clear()
+        self._callers = None
+        self.shared.clear()
+
     # ------------------------------------------------------------------ sources
     def source(self, path: str) -> SourceFile | None:
         path = os.path.normpath(os.path.abspath(path))
