@@ -1068,7 +1068,9 @@ class Calls(AnalyzerCore):
                     if isinstance(v, T) and v.view is not None and not v.leaf and v.storages \
                             and v.storages <= t.storages:
                         st.env[name] = v.with_(rg=YES, leaf=True)
-            made = t.with_(rg=YES, leaf=leaf)
+            # (a view made under no_grad of a tensor that did not require grad, made to require grad itself: now a
+            # view made in no_grad mode of a tensor that requires grad, which no write with grad on may modify)
+            made = t.with_(rg=YES, leaf=leaf, view="nograd" if t.view == "nograd_if" else t.view)
         if node is not None:
             self.rebind_expr(node, made, st, fr)  # `y.requires_grad_()` as a statement changes y
         return made

@@ -390,7 +390,10 @@ class AnalyzerCore:
             self.report(Hazard("view_multi", form, site, stmt, op, target, related=related,
                                extra=(*extra, ("view_op", val.view_op), ("of_leaf", val.leaf))))
             return
-        if (val.view == "nograd" or (val.view == "nograd_if" and (val.rg >= MAYBE or operands_yes))) and grad_on:
+        # (a view made under no_grad of a tensor that did not require grad requires none itself: torch objects to
+        # a write that would make it. A name that is such a view on one path and an activation that requires grad
+        # on another is neither; one made to require grad, `y.requires_grad_()`, became a "nograd" view.)
+        if (val.view == "nograd" or (val.view == "nograd_if" and operands_yes)) and grad_on:
             self.report(Hazard("view_nograd", form, site, stmt, op, target, related=related,
                                extra=(*extra, ("view_op", val.view_op), ("base_rg", val.view == "nograd"))))
             return
