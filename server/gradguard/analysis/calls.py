@@ -180,13 +180,21 @@ class Calls(AnalyzerCore):
             return self.instantiate(fv.info, pos, kw, n, st, fr)
         if isinstance(fv, Obj):
             return self.call_obj(fv, pos, kw, n, st, fr, in_seq=None)
-        if isinstance(fv, T) and fv.maybe_tensor and not fv.maybe_tuple:
-            # an unknown value called like a module (`model(x)` for a model passed in as a parameter)
+        if isinstance(fv, T) and fv.maybe_tensor:
+            # an unknown value called like a module (`model(x)` for a model passed in as a parameter; `critic(obs)`
+            # for what an unknown factory returned, `critic = hp.critic_cls(params)`: called, it is no tuple)
             return self.call_obj(self.opaque_for(fv), pos, kw, n, st, fr, in_seq=None)
         if isinstance(n.func, ast.Attribute) and n.func.attr == "register_hooks" and pos:
             self.pack_hook(pos[0], n, st, fr)  # grad_fn._raw_saved_self.register_hooks(pack, unpack)
         self._out_kw(kw, n, st, "call")
         return UNKNOWN
+
+    def unknown_result(self, n: ast.Call) -> T:
+        """What an entry of an object that the object's class does not define returns when called (a config's
+        class read through its `__getattr__`, `critic = self.hp.critic(params)`): unknown, but one value, as a
+        parameter of the function is: the object ``critic.parameters()`` gives an optimizer is the one
+        ``critic(obs)`` then runs. (Nothing says it requires grad: used as a tensor it is data.)"""
+        return fresh(self.text(n.func)[:40], rg=NO, maybe_tensor=True, maybe_tuple=True)
 
     def dict_method(self, d: Seq, name: str, pos: list[Val], kw: dict[str, Val], recv: ast.expr, st: State,
                     fr: Frame) -> Val:
@@ -770,6 +778,9 @@ class Calls(AnalyzerCore):
               display: str, form: str = "", target_text: str = "", extra: tuple[tuple[str, Any], ...] = (),
               module: Obj | None = None, in_seq: Obj | None = None, receiver_node: ast.AST | None = None) -> Val:
         kb = self.kb
+        if any(isinstance(v, Obj) and v.kind == "opaque" for v in pos):
+            # `torch.min(critic1(o, a).q, critic2(o, a).q)`: fields of outputs are tensors computed with them
+            pos = [self.field_tensor(v, st) if isinstance(v, Obj) and v.kind == "opaque" else v for v in pos]
         if info.name in _BINARY_OVERLOADS and len(pos) >= 2 and isinstance(pos[1], T):
             # torch.max(a, b) / a.min(b): the elementwise maximum/minimum, not a reduction
             info = kb.get(_BINARY_OVERLOADS[info.name]) or info

@@ -592,6 +592,12 @@ class AnalyzerCore:
     def opaque_for(self, t: T) -> Obj:
         raise NotImplementedError
 
+    def unknown_result(self, n: ast.Call) -> T:
+        raise NotImplementedError
+
+    def field_tensor(self, o: Obj, st: State) -> Val:
+        raise NotImplementedError
+
 
     def exec_stmt(self, s: ast.stmt, st: State, fr: Frame) -> State | None:
         raise NotImplementedError

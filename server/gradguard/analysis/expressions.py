@@ -352,6 +352,10 @@ class Expressions(AnalyzerCore):
         def real(v: Val) -> bool:
             return isinstance(v, T) and not v.maybe_tensor
 
+        if isinstance(a, Obj) and a.kind == "opaque":
+            a = self.field_tensor(a, st)
+        if isinstance(b, Obj) and b.kind == "opaque":
+            b = self.field_tensor(b, st)
         if isinstance(a, Seq) and isinstance(op, (ast.Mult, ast.Add)) and not real(b):
             pass  # list arithmetic ([x] * n, a + b), below
         elif isinstance(b, Seq) and isinstance(op, ast.Mult) and not real(a):
@@ -527,8 +531,14 @@ class Expressions(AnalyzerCore):
             if isinstance(recv, T) and not recv.maybe_tensor and n.attr not in TENSOR_METHOD_VALUES \
                     and self.kb.get(f"Tensor.{n.attr}") is None:
                 # `out.stores`: something of an object. (A tensor method taken as a value, `matrix.matmul` passed
-                # as a closure, stays the method: calling it runs the op, not a module's forward.)
-                return self.opaque_child(self.opaque_for(recv), n.attr)
+                # as a closure, stays the method: calling it runs the op, not a module's forward.) What a value
+                # computed with a module's parameters holds was computed with them: `critic(obs, act).q` used as a
+                # tensor keeps the critic's graph (see NNModules.field_tensor). (A value with no graph, such as a
+                # forward's `model` argument taken for a tensor, gives its fields nothing.)
+                holder = self.opaque_for(recv)
+                if recv.prov:
+                    holder.cfg.setdefault("src", recv)
+                return self.opaque_child(holder, n.attr)
         return v
 
     def class_of(self, o: Obj) -> Val:

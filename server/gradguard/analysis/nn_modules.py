@@ -294,11 +294,8 @@ class NNModules(Summaries):
                 return self.apply(info, [stand_in, *pos], kw, n, st, fr, display=name, receiver_node=recv_node)
             return self.call_obj(self.opaque_child(o, name), pos, kw, n, st, fr, in_seq=None)
         if o.kind == "optimizer":
-            if name == "step" and not st.allow_mutation:  # allow_mutation_on_saved_tensors keeps copies
-                owners = o.cfg.get("owners")
-                own = owners.owners if isinstance(owners, Params) else frozenset()
-                stmt = self.stmt_site()
-                st.heap.steps = (*st.heap.steps, self.step_event(own, self.site(n), stmt, f"{self.text(n.func)}()", st))
+            if name == "step":
+                self.optimizer_step(o, n, st)
             return NONE
         if o.kind == "ctx":
             self.touched(o)
@@ -354,7 +351,7 @@ class NNModules(Summaries):
             key = str(pos[0].value) if isinstance(pos[0], Const) and pos[0].known else f"<{name} at line {n.lineno}>"
             before = o.attrs.get(key)
             self.set_attr(o, key, pos[1])
-            if o.kind == "sequential":
+            if o.kind == "sequential" or _sequential_subclass(o):  # (`class ConvBn(nn.Sequential)` adding its layers)
                 ents = o.entries
                 if isinstance(ents, Seq) and ents.items is not None:
                     at = next((i for i, e in enumerate(ents.items) if e is before), None) if before is not None else None
@@ -363,7 +360,8 @@ class NNModules(Summaries):
                     else:
                         self.set_entries(o, Seq.of((*ents.items, pos[1])))
             return NONE
-        if o.kind in ("sequential", "modulelist") and name in ("append", "extend", "insert") and pos:
+        if (o.kind in ("sequential", "modulelist") or _sequential_subclass(o)) and name in ("append", "extend", "insert") \
+                and pos:
             ents = o.entries
             if name == "append" and isinstance(ents, Seq) and ents.items is not None:
                 self.set_entries(o, Seq.of((*ents.items, pos[0])))
@@ -377,10 +375,18 @@ class NNModules(Summaries):
             fi = o.info.find_method(name)
             if fi is not None:
                 return self.call_func(fi, [o, *pos], kw, st, fr, n)
+            if name == "step" and _optimizer_class(o.info):
+                # a subclass of a torch optimizer (`class ClipAdam(Adam)`) that keeps the built-in step
+                self.optimizer_step(o, n, st)
+                return NONE
             if o.info.torch_bases() and name in ("zero_grad", "apply", "load_state_dict", "state_dict"):
                 return UNKNOWN
         if name in ("zero_grad", "apply", "load_state_dict", "state_dict", "named_modules", "register_forward_hook"):
             return UNKNOWN
+        if o.kind == "local" and o.info is not None and not any(b.startswith("torch.") for b in o.info.torch_bases()):
+            # a callable the class does not define (a config's entry read through `__getattr__`,
+            # `self.hp.critic(params)`): what it returns is unknown, but one value (see Calls.call)
+            return self.unknown_result(n)
         return UNKNOWN
 
     def submodules(self, o: Obj, recurse: bool, named: bool) -> Seq:
@@ -481,6 +487,15 @@ class NNModules(Summaries):
         finally:
             st.no_grad = saved
 
+    def field_tensor(self, o: Obj, st: State) -> Val:
+        """An opaque object read off a tensor-like value (`out.q` of a model's output, `out.q.squeeze(-1)`), used
+        as a tensor: a tensor computed with that value, requiring grad as it does and keeping its graph. (Anything
+        else stays the object.)"""
+        src = _field_source(o)
+        if src is None:
+            return o
+        return self.new_tensor([src], st, o.qual or "field")
+
     def opaque_for(self, t: T) -> Obj:
         """The object an unknown value stands for, once code uses it as one (the same one for the same value)."""
         key = frozenset(t.storages)
@@ -560,6 +575,11 @@ class NNModules(Summaries):
             if name in c.methods:
                 return self.call_func(c.methods[name], [obj, *pos], kw, st, fr, n)
         tb = cls.torch_bases()
+        if name == "step" and _optimizer_class(cls):
+            # `super().step()` in a subclass of a built-in optimizer: its update of the parameters the base
+            # constructor was given (`super().__init__(params, lr=lr)`)
+            self.optimizer_step(obj, n, st)
+            return NONE
         if name == "__init__":
             if "torch.nn.Sequential" in tb:
                 obj.entries = self._entries(pos)
@@ -574,6 +594,15 @@ class NNModules(Summaries):
             if "torch.nn.Sequential" in tb and pos:
                 return self.run_sequential(obj, pos[0], n, st, fr)
         return UNKNOWN
+
+    def optimizer_step(self, o: Obj, n: ast.Call, st: State) -> None:
+        """``opt.step()``: the parameters the optimizer was built on are updated in place."""
+        if st.allow_mutation:  # allow_mutation_on_saved_tensors keeps copies
+            return
+        owners = o.cfg.get("owners")
+        own = owners.owners if isinstance(owners, Params) else frozenset()
+        stmt = self.stmt_site()
+        st.heap.steps = (*st.heap.steps, self.step_event(own, self.site(n), stmt, f"{self.text(n.func)}()", st))
 
     # modules -----------------------------------------------------------------------
     def construct_module(self, info: OpInfo, pos: list[Val], kw: dict[str, Val], n: ast.AST) -> Obj:
@@ -617,6 +646,9 @@ class NNModules(Summaries):
             # An object we cannot see into (a model passed in as a parameter, self.agent set outside __init__):
             # calling it with grad on gives a tensor that may require grad and keeps its parameters.
             tensors: list[Val] = [v for v in (*pos, *kw.values()) if isinstance(v, T) and not v.maybe_tensor]
+            src = _field_source(o)
+            if src is not None:  # a method of a field of an output (`out.q.squeeze(-1)`): computed from the output
+                tensors.append(src)
             data = o.cfg.get("data") is not None
             out = self.new_tensor(tensors, st, o.qual or "module", min_rg=NO if data else MAYBE)
             if data:
@@ -746,6 +778,7 @@ class NNModules(Summaries):
         if init is not None and not self.affordable(init) and not isinstance(self.summaries.get(key), Summary):
             bare = Obj("local", ci.name, ci)  # a constructor in another module, beyond the budget: contents unknown
             bare.training, bare.ctor = True, self.site(n)
+            bare.entries = Seq(None, UNKNOWN)  # (an nn.Sequential subclass's layers: some, not none)
             return bare
         where = self.place_of(ci) if ci.mod is not None and not ci.mod.is_root else None
         place = ("new", where) if where is not None else None
@@ -761,6 +794,10 @@ class NNModules(Summaries):
         o.ctor = self.site(n)
         fields = ci.record_fields() if init is None else None
         if init is not None:
+            if "torch.nn.Sequential" in ci.torch_bases():
+                # an nn.Sequential subclass's layers are what its constructor gives `super().__init__` and adds;
+                # a constructor cut short (the depth limit) leaves some layers, not none
+                o.entries = Seq(None, UNKNOWN)
             self.call_func(init, [o, *pos], kw, st, fr, n)
         elif fields is not None:
             # a dataclass or NamedTuple: fields in order, by keyword, else their defaults
@@ -1089,3 +1126,27 @@ def _hook_view(v: Val, what: str) -> Val:
     if isinstance(v, Seq) and v.items is not None and v.kind == "tuple":
         return Seq.of([_hook_view(x, what) for x in v.items], v.kind)
     return v
+
+
+def _optimizer_class(ci: ClassInfo) -> bool:
+    """Does the class derive from one of torch's optimizers (whose ``step`` updates the parameters it was given)?"""
+    return any(b.startswith("torch.optim.") and ".lr_scheduler" not in b and b != "torch.optim.Optimizer"
+               for b in ci.torch_bases())
+
+
+def _sequential_subclass(o: Obj) -> bool:
+    """An instance of a workspace subclass of ``nn.Sequential``: its entries are the layers it runs."""
+    return o.kind == "local" and o.info is not None and "torch.nn.Sequential" in o.info.torch_bases()
+
+
+def _field_source(o: Obj) -> T | None:
+    """The tensor-like value an opaque object was read off (``out`` for ``out.q`` or ``out.q.squeeze``), if any."""
+    cur: Any = o
+    for _ in range(6):
+        if not isinstance(cur, Obj) or cur.kind != "opaque":
+            return None
+        src = cur.cfg.get("src")
+        if isinstance(src, T):
+            return src
+        cur = cur.cfg.get("parent")
+    return None
