@@ -322,14 +322,18 @@ def test_timeout_kills_script_and_its_children(tmp_path: Path) -> None:
     assert not _alive(pid)
 
 
+def _sigint_as_in_a_terminal() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def test_ctrl_c_stops_script_and_children(tmp_path: Path) -> None:
     p = tmp_path / "hang.py"
     p.write_text(_HANG)
-    # (Ctrl-C as a terminal delivers it: with SIGINT handled, even when this test runs where it is ignored, as in a
-    # shell's background job, whose children inherit that)
+    # (Ctrl-C as a terminal delivers it: with SIGINT handled and not blocked, even when this test runs where it is
+    # ignored or blocked, as in a shell's background job, whose children inherit both)
     proc = subprocess.Popen([*GRADGUARD, "run", "--format", "json", str(p)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                            stderr=subprocess.PIPE, text=True, preexec_fn=_sigint_as_in_a_terminal)
     assert proc.stderr is not None
     line = ""
     deadline = time.monotonic() + 120
