@@ -92,9 +92,15 @@ def _is_number(x: Any) -> bool:
 class Statements(AnalyzerCore):
     # ------------------------------------------------------------------ statements
     def exec_block(self, stmts: Iterable[ast.stmt], st: State | None, fr: Frame, module: bool = False) -> State | None:
+        # A block of the module's own code nested in an `if __name__ == "__main__":`, a `try` or a loop: what it
+        # binds is global for the functions it calls (`optimizer = ...` then `train(model)`, whose body reads
+        # `optimizer`), before the block ends and its state joins the module's
+        nested = not module and fr.func is None and fr.depth == 0 and self.mod is self.root
         for s in stmts:
             if st is None:
                 return None
+            if nested:
+                self.globals = st.env
             st = self.exec_stmt(s, st, fr)
             if module and st is not None:
                 self.globals = st.env
