@@ -106,6 +106,52 @@ def test_a_step_points_at_the_forward_it_made_stale() -> None:
     assert [lines[r.line - 1].strip() for r in forward] == ["q = critic(torch.cat([obs, actor(obs)], 1))"]
 
 
+GAN_SOURCE = textwrap.dedent("""
+    import torch
+    import torch.nn as nn
+
+
+    class Disc(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(nn.Linear(3, 8), nn.Tanh())
+            self.out = nn.Linear(8, 1)
+
+        def forward(self, x):
+            return self.out(self.body(x))
+
+
+    def train(gen, disc, g_opt, d_opt, batch):
+        fake = gen(torch.randn(4, 2))
+        d_fake = disc(fake.detach())
+        g_score = disc(fake)
+        d_loss = d_fake.mean() - disc(batch).mean()
+        d_loss.backward()
+        d_opt.step()
+        g_loss = -g_score.mean()
+        g_loss.backward()
+        g_opt.step()
+
+
+    gen, disc = nn.Linear(2, 3), Disc()
+    train(gen, disc, torch.optim.Adam(gen.parameters()), torch.optim.Adam(disc.parameters()), torch.randn(4, 3))
+""")
+
+
+def test_a_step_points_at_the_call_in_its_own_function_that_ran_the_stale_forward() -> None:
+    """The layer that took the weights in is in the model's forward, further up the same file; the statement to move
+    is the call of the model in the training function."""
+    run = subprocess.run([sys.executable, "-c", GAN_SOURCE], capture_output=True, text=True, timeout=120)
+    assert "modified by an inplace operation" in run.stderr  # torch agrees it breaks
+    lines = GAN_SOURCE.splitlines()
+    found = [f for f in check_source(GAN_SOURCE, "gan.py") if f.code == "GG202"]
+    assert [lines[f.line - 1].strip() for f in found] == ["d_opt.step()"]
+    calls = [lines[r.line - 1].strip() for r in found[0].related if "runs here, before the step" in r.message]
+    assert calls == ["g_score = disc(fake)"]
+    took = [lines[r.line - 1].strip() for r in found[0].related if "took in the parameters" in r.message]
+    assert took == ["return self.out(self.body(x))"]
+
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 

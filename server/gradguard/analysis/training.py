@@ -72,6 +72,14 @@ class Training(AnalyzerCore):
                 took = next((u for u in reversed(chain) if u.path == step.path), None)
                 if took is not None and took.line < step.line:
                     inner = ((took, "the graph took in the parameters here, before the step changed them"), *inner)
+                    # the statement of the step's own code that ran it (`disc_out = disc(fake)` in the loop, whose
+                    # layer call above is in the model's forward, further up the same file): the last call before
+                    # the step in that file is the one in the step's function (the chain's other calls are in
+                    # callers, defined around it, or in callees, defined before it)
+                    call = max((u for u in chain if u.path == step.path and took.line < u.line < step.line),
+                               key=lambda u: u.line, default=None)
+                    if call is not None:
+                        inner = ((call, "the forward that put them in the graph runs here, before the step"), *inner)
                 # the statements to reorder: those of the innermost function that runs both (the update may be
                 # made inside a helper this file calls between the forward and the backward)
                 step_at, bw_at = ev.stmt, bw_stmt
