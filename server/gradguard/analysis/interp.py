@@ -281,6 +281,7 @@ MAX_ESCAPED = 16  # nested defs run on their own after one function's run (see A
 
 class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Training, AnalyzerCore):
     _ng_only: set[int] | None = None
+    _file_ng: set[int] | None = None
     _am_only: set[int] | None = None
     context_deps: set[str]  # files whose uses of a name put one of this analysis's functions under no_grad
 
@@ -319,10 +320,10 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         for fi in list(self.functions):
             if _private_helper(fi, refs, self.lines) or (
                     _called_helper(fi, calls, self.lines, in_class) and not _loss_helper(fi)
-                    and not self._called_elsewhere(fi)):
+                    and (fi.node.lineno not in self._file_ng_only() or not self._called_elsewhere(fi))):
                 # (a loss helper's arguments are what gets differentiated, whoever calls it; a function another
-                # file calls with grad on is that file's to give contexts to, and this file's to report in: they
-                # run alone too)
+                # file calls with grad on is that file's to give contexts to, and this file's to report in: it runs
+                # alone too, unless this file also calls it with grad on, which gives it that context here)
                 continue
             key = self._entry_key(fi, chunks, starts) if record else None
             if key is not None and plan is not None and self._replay(plan, key):
@@ -470,6 +471,17 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
                 if self.project is not None and self.file and not seeds else None
             self._ng_only = _ng_only_lines(self.lines, seeds, self._used_elsewhere(self.file), scanned)
         return self._ng_only
+
+    def _file_ng_only(self) -> set[int]:
+        """The checked file's defs that only run under no_grad as far as its own code calls them: referenced only
+        under no_grad, or from code that other files only run under no_grad (the seeds); whether other files call
+        them with grad on is left out."""
+        if self._file_ng is None:
+            seeds = self._ng_seeds(self.tree, False)
+            scanned = self.project.callers.ng_only_of(self.file, self.lines) \
+                if self.project is not None and self.file and not seeds else None
+            self._file_ng = _ng_only_lines(self.lines, seeds, None, scanned)
+        return self._file_ng
 
     def _ng_seeds(self, tree: ast.Module, library: bool) -> frozenset[int]:
         """The defs in ``tree`` that the workspace only ever uses under no_grad, from other files too: functions
