@@ -1157,6 +1157,11 @@ class Calls(AnalyzerCore):
                         "is_contiguous", "get_device", "numpy"):
                 return UNKNOWN_NUM
             info = self.kb.get(f"Tensor.{name}")
+            if info is not None and recv.maybe_tensor and pos and name not in _ARG_TAKING_INPLACE \
+                    and name.endswith("_") and (info.params or ("self",)) == ("self",):
+                # `semiring.zero_(torch.zeros(...))`: an in-place tensor op that takes no argument, given one, is a
+                # method of an object (a semiring class passed in), not of a tensor
+                return self.obj_method(self.opaque_for(recv), name, pos, kw, n, st, fr)
             if info is not None:
                 return self.apply(info, [recv, *pos], kw, n, st, fr, display=name, receiver_node=recv_node)
             out = self._out_kw(kw, n, st, name)
@@ -1328,6 +1333,10 @@ def _is_num(v: Val, n: int) -> bool:
 
 # ops that return their input unchanged only for some dtypes (probed on float32: a view): a cast to the dtype it
 # already has; conj_physical, which copies a complex tensor and returns a real one as it is
+# in-place tensor methods the op table lists without arguments that torch still calls with some (`random_(0, 10)`,
+# `squeeze_(1)`, `apply_(fn)`)
+_ARG_TAKING_INPLACE = frozenset({"apply_", "map_", "map2_", "random_", "round_", "squeeze_", "resize_as_sparse_",
+                                 "sparse_resize_", "sparse_resize_and_clear_"})
 _DTYPE_CASTS = frozenset({"Tensor.float", "Tensor.conj_physical", "torch.conj_physical"})
 # what is float32 whatever the code around it does (the default dtype of torch's random factories)
 _FLOAT32_ORIGINS = frozenset({"randn", "rand", "randn_like", "rand_like"})
