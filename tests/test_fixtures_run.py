@@ -25,6 +25,7 @@ INPLACE_ERRORS = (
     "is a view and its base or another view of its base has been modified inplace",  # a stale multi-output view
     "A view was created in no_grad mode",
     "In-place leakyReLu backward calculation is triggered with a negative slope",
+    "In-place elu backward calculation is triggered with a negative slope",
     "functions with out=... arguments don't support automatic differentiation",
     "Inplace update to inference tensor outside InferenceMode",
     "A saved tensor pack hook is modifying its input in place",

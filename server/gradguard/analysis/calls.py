@@ -255,8 +255,8 @@ class Calls(AnalyzerCore):
 
     @staticmethod
     def _negative_slope(info: OpInfo, pos: list[Val], kw: dict[str, Val], module: Obj | None) -> float | None:
-        """The slope of an in-place leaky_relu (or of an evaluation-mode rrelu: the mean of its bounds) when it is a
-        known negative number, else None."""
+        """The slope of an in-place leaky_relu (or of an evaluation-mode rrelu: the mean of its bounds), or the alpha of
+        an in-place elu or celu, when it is a known negative number, else None."""
         name = info.name.split("[", 1)[0]
 
         def num(v: Val | None) -> float | None:
@@ -274,6 +274,11 @@ class Calls(AnalyzerCore):
         if name in ("torch.nn.functional.leaky_relu", "torch.nn.functional.leaky_relu_", "torch.nn.LeakyReLU",
                     "Tensor.leaky_relu_", "torch._C._nn.leaky_relu_"):
             slope = arg(1, "negative_slope", 0.01)
+        elif name in ("torch.nn.functional.elu", "torch.nn.functional.elu_", "torch.nn.ELU", "torch._C._nn.elu_",
+                      "torch.nn.functional.celu", "torch.nn.functional.celu_", "torch.nn.CELU", "torch.celu_"):
+            # (in-place elu's backward recovers the input from the output, which a negative alpha makes ambiguous:
+            # "In-place elu backward calculation is triggered with a negative slope"; celu runs elu with its alpha)
+            slope = arg(1, "alpha", 1.0)
         elif name in ("torch.nn.functional.rrelu", "torch.nn.functional.rrelu_", "torch.rrelu_") and module is None:
             training = kw.get("training", pos[3] if len(pos) > 3 else None)
             if training is not None and not is_false(training):

@@ -22,7 +22,8 @@ the flag comes from.
 
 An in-place `leaky_relu` (or an evaluation-mode `rrelu_`) with a negative slope breaks on its own: its
 backward reads the sign of the input from the output it overwrote, which a negative slope makes ambiguous,
-so torch raises *In-place leakyReLu backward calculation is triggered with a negative slope*.
+so torch raises *In-place leakyReLu backward calculation is triggered with a negative slope*. So does an in-place
+`elu` or `celu` with a negative `alpha` (*In-place elu backward calculation ...*).
 """
     fix = """
 Drop `inplace=True` (or set it to False) on the activation that follows the saving op; where the flag is switched
@@ -82,8 +83,9 @@ h.sum().backward()
     @classmethod
     def message(cls, h: Hazard) -> str:
         if h.kind == "neg_slope":
-            return (f"{h.op} overwrites `{h.target}` with a negative slope ({h.get('slope'):g}): its in-place backward "
-                    f"cannot tell the input's sign from the output, so backward raises")
+            what = "alpha" if "elu" in h.op.lower() and "relu" not in h.op.lower() else "slope"
+            return (f"{h.op} overwrites `{h.target}` with a negative {what} ({h.get('slope'):g}): its in-place "
+                    f"backward cannot tell the input's sign from the output, so backward raises")
         r = h.saves[0] if h.saves else None
         if r is None:
             return f"{h.op} overwrites a tensor saved for backward"
