@@ -342,11 +342,17 @@ class Calls(AnalyzerCore):
             return o
         if qual in ("torch.autograd.backward",):
             if pos:
-                self.backward(pos[0], kw, n, st)
+                self.backward(pos[0], kw, n, st, fr)
             return NONE
         if qual in ("torch.autograd.grad",):
+            # (`retain_graph` defaults to `create_graph`: gradients that are themselves differentiable keep the graph
+            # they were computed through, and its saved tensors, for their own backward)
+            create = kw.get("create_graph", pos[4] if len(pos) > 4 else Const(False))
+            retain = kw.get("retain_graph", pos[3] if len(pos) > 3 else create)
+            if isinstance(retain, Const) and retain.known and retain.value is None:
+                retain = create
             if pos:
-                self.backward(pos[0], {"retain_graph": kw.get("retain_graph", Const(False))}, n, st)
+                self.backward(pos[0], {"retain_graph": retain}, n, st, fr)
             return Seq(None, fresh("grad", rg=NO), "tuple")
         if qual in NO_GRAD_CTX or qual in AUTOCAST_CTX or qual in ENABLE_GRAD_CTX:
             return UNKNOWN
@@ -1118,8 +1124,11 @@ class Calls(AnalyzerCore):
             return str_method(recv.value, name, pos, kw)
         if isinstance(recv, T):
             if name == "backward":
-                self.backward(recv, kw, n, st)
+                self.backward(recv, kw, n, st, fr)
                 return NONE
+            if name == "register_post_accumulate_grad_hook" and pos and len(self.post_accumulate_hooks) < 8:
+                self.post_accumulate_hooks.append((recv, pos[0]))
+                return UNKNOWN
             if name == "detach":
                 if recv_node is not None:
                     self._drop_detached_saves(recv_node, st)

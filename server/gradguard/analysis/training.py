@@ -6,12 +6,14 @@ import ast
 from typing import Any
 
 from gradguard.analysis.common import (
+    Frame,
     is_true,
 )
 from gradguard.analysis.core import AnalyzerCore
 from gradguard.analysis.hazards import Hazard
 from gradguard.analysis.state import State
 from gradguard.analysis.values import (
+    NO,
     T,
     Val,
     owner_key,
@@ -20,9 +22,30 @@ from gradguard.analysis.values import (
 
 class Training(AnalyzerCore):
     # backward -------------------------------------------------------------------------
-    def backward(self, y: Val, kw: dict[str, Val], n: ast.AST, st: State) -> None:
+    def backward(self, y: Val, kw: dict[str, Val], n: ast.AST, st: State, fr: Frame | None = None) -> None:
         if not isinstance(y, T):
             return
+        try:
+            self._backward(y, kw, n, st)
+        finally:
+            if fr is not None and self.post_accumulate_hooks and not st.no_grad:
+                self._post_accumulate(y, n, st, fr)
+
+    def _post_accumulate(self, y: T, n: ast.AST, st: State, fr: Frame) -> None:
+        """The hooks registered with ``p.register_post_accumulate_grad_hook(fn)`` run once the backward has
+        accumulated p's gradient: an in-place update of p there (an optimizer step fused into backward) is a write
+        after this backward, which a graph kept with ``retain_graph`` finds changed at the next one."""
+        hooks, self.post_accumulate_hooks = self.post_accumulate_hooks, []  # (a hook's own backward runs none)
+        grad_was, st.no_grad = st.no_grad, True  # (the engine runs hooks with grad off)
+        try:
+            for p, fn in hooks:
+                if p.rg != NO and not p.maybe_tensor and isinstance(n, ast.Call):
+                    self.call(fn, [p], {}, n, st, fr)
+        finally:
+            self.post_accumulate_hooks = hooks
+            st.no_grad = grad_was
+
+    def _backward(self, y: T, kw: dict[str, Val], n: ast.AST, st: State) -> None:
         self.backwards += 1
         heap = st.heap
         if self.am_saves and not st.allow_mutation and not st.silent:

@@ -28,6 +28,12 @@ A saved-tensor pack hook (`torch.autograd.graph.saved_tensors_hooks(pack, unpack
 `grad_fn._raw_saved_self.register_hooks`) is handed the very tensor being saved: modifying it in place there
 raises *A saved tensor pack hook is modifying its input in place* during the forward.
 
+A graph lives on after a backward that keeps it: `retain_graph=True`, and `torch.autograd.grad(...,
+create_graph=True)`, whose `retain_graph` defaults to `create_graph` (the gradient it returns is differentiated
+later through the same graph, and unpacks what the forward saved). A parameter's post-accumulate-grad hook
+(`p.register_post_accumulate_grad_hook(fn)`, an optimizer step fused into backward) runs after each backward, with
+grad off: an in-place update of `p` there is a write between that backward and the next one through a kept graph.
+
 `with torch.autograd.graph.allow_mutation_on_saved_tensors():` lets code modify saved tensors by keeping copies
 of them in a table that lives as long as the block: a graph that saved tensors inside the block must be
 differentiated inside it too, or torch asserts *Trying to backward outside of the 'allow_mutation_on_saved_tensors'
