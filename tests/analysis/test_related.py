@@ -180,3 +180,26 @@ def test_an_inplace_flag_switched_after_construction_points_at_the_switch() -> N
         _related(found, "GG102")
     fix = next(x for f in found if f.code == "GG102" for x in f.fixes if x.preferred)
     assert fix.kind == "remove-inplace" and [(e.line, e.text) for e in fix.edits] == [(switch, "False")]
+
+
+VIEW_OF_LEAF_SOURCE = textwrap.dedent("""
+    import math
+
+    import torch.nn as nn
+
+    conv = nn.Conv2d(8, 18, 1)
+    b = conv.bias.view(3, -1)
+    b[:, 4] += math.log(8 / 640 ** 2)
+""")
+
+
+def test_a_write_into_an_item_of_a_view_of_a_leaf_points_at_the_view() -> None:
+    """`b = conv.bias.view(3, -1)` then `b[:, 4] += ...`: the fix goes where the view is taken (`.data.view`, or
+    under no_grad), so that line is related."""
+    run = subprocess.run([sys.executable, "-c", VIEW_OF_LEAF_SOURCE], capture_output=True, text=True, timeout=120)
+    assert "a view of a leaf Variable that requires grad" in run.stderr  # torch agrees it breaks
+    lines = VIEW_OF_LEAF_SOURCE.splitlines()
+    found = [f for f in check_source(VIEW_OF_LEAF_SOURCE, "head.py") if f.code == "GG301"]
+    assert [lines[f.line - 1].strip() for f in found] == ["b[:, 4] += math.log(8 / 640 ** 2)"]
+    views = [lines[r.line - 1].strip() for r in found[0].related if "view of the leaf is taken here" in r.message]
+    assert views == ["b = conv.bias.view(3, -1)"]

@@ -51,6 +51,9 @@ if TYPE_CHECKING:
 _ROOT_NAME = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 
 
+_ITEM_OF_NAME = re.compile(r"([A-Za-z_]\w*)\[")
+
+
 class AnalyzerCore:
     def __init__(self, tree: ast.Module, source: str, path: str, kb: Knowledge | None = None,
                  project: Project | None = None, file: str = ""):
@@ -381,6 +384,17 @@ class AnalyzerCore:
             loop = self.param_loop(val, target)
             if loop is not None:
                 extra = (*extra, ("param_loop", loop[0]), ("loop_var", loop[1]))
+            if val.view is not None:
+                # where the view was taken is where a fix often goes (`.data.view(...)`, or under no_grad); for an
+                # item of a view (`b[:, 4] += ...` with `b = bias.view(3, -1)`), where that view was taken
+                made = val
+                m = _ITEM_OF_NAME.match(target)
+                if m is not None and isinstance(base := st.env.get(m.group(1)), T) and base.view is not None:
+                    made = base
+                if made.view_site is not None and made.view_site.line != site.line \
+                        and not any(r[0] == made.view_site for r in related):
+                    related = (*related, (made.view_site,
+                                          f"the view of the leaf is taken here ({made.view_op or 'view'})"))
             self.report(Hazard("leaf", form, site, stmt, op, target, related=related,
                                extra=(*extra, ("leaf_origin", origin), ("is_view", val.view is not None),
                                       *((("same_tensor", val.view_op),) if val.view is None and val.view_op else ()))))
