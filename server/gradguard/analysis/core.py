@@ -642,7 +642,7 @@ class AnalyzerCore:
                        fr: Frame) -> Val:
         raise NotImplementedError
 
-    def backward(self, y: Val, kw: dict[str, Val], n: ast.AST, st: State) -> None:
+    def backward(self, y: Val, kw: dict[str, Val], n: ast.AST, st: State, fr: Frame | None = None) -> None:
         raise NotImplementedError
 
     def binop(self, a: Val, b: Val, op: ast.operator, n: ast.AST, st: State, fr: Frame) -> Val:
