@@ -173,7 +173,13 @@ class Calls(AnalyzerCore):
         if isinstance(fv, (Func, ClassV)) and self._unobserved(n, pos, kw, st, fr):
             return UNKNOWN
         if isinstance(fv, Func):
-            return self.call_func(fv.info, pos, kw, st, fr, n)
+            before = self.effects
+            out = self.call_func(fv.info, pos, kw, st, fr, n)
+            if isinstance(out, Const) and fv.info.closure is None and self.pure_helper(fv.info):
+                # `grad_norm = item(torch.norm(t))`, where `item` returns `t.item()`: a helper that keeps nothing of
+                # its arguments and returns no tensor ends the graph of what it was given, as `.item()` does
+                self.cut_at, self.pure_cut = n, (n, before)
+            return out
         if isinstance(fv, Bound):
             return self.call_func(fv.func, [fv.obj, *pos], kw, st, fr, n)
         if isinstance(fv, ClassV):
@@ -448,6 +454,13 @@ class Calls(AnalyzerCore):
         if name == "type" and len(pos) == 1 and not kw and isinstance(pos[0], T) and _plain_tensor(pos[0]):
             # `out_type = type(output)` on what an op returned: torch.Tensor, which `out_type is tuple` tells apart
             return Ref("torch.Tensor")
+        if name == "hasattr" and len(pos) == 2 and not kw and isinstance(pos[0], T) and not pos[0].maybe_tensor \
+                and not pos[0].maybe_tuple and isinstance(pos[1], Const) and pos[1].known \
+                and isinstance(pos[1].value, str) \
+                and (pos[1].value in _TENSOR_ATTRS or f"Tensor.{pos[1].value}" in self.kb):
+            # `if hasattr(t, "item"): return t.item()` on what an op returned: a tensor has every Tensor attribute
+            # (one it lacks may still be a subclass's: that test stays open)
+            return Const(True)
         if name in ("len", "isinstance", "hasattr", "int", "float", "bool", "str", "print", "id", "type", "abs",
                     "round", "repr", "callable", "issubclass", "hash", "format"):
             return UNKNOWN_NUM
@@ -1347,6 +1360,9 @@ def _is_num(v: Val, n: int) -> bool:
 
 # ops that return their input unchanged only for some dtypes (probed on float32: a view): a cast to the dtype it
 # already has; conj_physical, which copies a complex tensor and returns a real one as it is
+# attributes of every tensor that the op table does not list as methods (see `hasattr` in Calls.builtin)
+_TENSOR_ATTRS = frozenset({"shape", "grad", "requires_grad", "is_leaf", "grad_fn", "device", "dtype", "ndim", "T",
+                           "__getitem__", "__setitem__", "__len__", "__iter__", "__array__", "data_ptr"})
 # in-place tensor methods the op table lists without arguments that torch still calls with some (`random_(0, 10)`,
 # `squeeze_(1)`, `apply_(fn)`)
 _ARG_TAKING_INPLACE = frozenset({"apply_", "map_", "map2_", "random_", "round_", "squeeze_", "resize_as_sparse_",

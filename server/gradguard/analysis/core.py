@@ -140,6 +140,8 @@ class AnalyzerCore:
         self.reach_unknown = False  # the run reused a result computed while nothing was recorded
         self.entry_log: list[Hazard] | None = None
         self._reach: BackwardReach | None = None  # see unreached
+        # (call, effects before it): a pure helper of this file returned no tensor, so the call cuts the graph
+        self.pure_cut: tuple[ast.AST, int] | None = None
 
     def inference_tensor(self, val: T) -> bool:
         """Whether ``val`` was made inside inference_mode (a parameter made there by lazy analysis is not): every
@@ -478,10 +480,20 @@ class AnalyzerCore:
         """The write at ``site`` is in a function whose backwards cannot reach the ops of ``recs`` (see .reach)."""
         if site.path:
             return False
+        return self.backward_reach().unreached(site, recs)
+
+    def backward_reach(self) -> BackwardReach:
         if self._reach is None:
-            self._reach = BackwardReach(self.tree, self._reach_resolve,
-                                        self.kb.get)
-        return self._reach.unreached(site, recs)
+            self._reach = BackwardReach(self.tree, self._reach_resolve, self.kb.get)
+        return self._reach
+
+    def pure_helper(self, fi: FuncInfo) -> bool:
+        """A function of the checked file defined once at its top level whose arguments reach nothing but its
+        result (no backward, nothing kept: see reach.Flow.pure)."""
+        if (fi.mod is not None and not fi.mod.is_root) or isinstance(fi.node, ast.Lambda) or fi.cls is not None:
+            return False
+        flow = self.backward_reach().helper(fi.node.name)
+        return flow is not None and flow.node is fi.node and flow.pure()
 
     def _reach_resolve(self, name: str) -> tuple[ast.AST, ast.Module, str] | None:
         """A function this file imports from another module, with that module's tree (for .reach)."""
@@ -526,7 +538,10 @@ class AnalyzerCore:
         name (``:=``): a result could be kept elsewhere. ``mark`` and ``effects``: ``save_log``'s length and
         ``effects`` before the operands ran."""
         self.cut_at = None
-        if self.effects != effects or any(isinstance(x, ast.NamedExpr) for x in ast.walk(n)):
+        pure, self.pure_cut = self.pure_cut, None
+        if self.effects != effects and not (pure is not None and pure[0] is n and pure[1] == effects):
+            return  # (the operands ran other code; a pure helper's own run is the call itself, see Calls.call)
+        if any(isinstance(x, ast.NamedExpr) for x in ast.walk(n)):
             return
         saved = st.heap.saved
         for s, rec in self.save_log[mark:]:

@@ -564,6 +564,10 @@ class BackwardReach:
                                                 self.op)
         return flow
 
+    def helper(self, name: str) -> Flow | None:
+        """The flow of the module's function ``name`` (defined once at the top level, undecorated), or None."""
+        return self._helper(name) if name in self._defs else None
+
     def _helper(self, name: str) -> Flow | None:
         node = self._defs.get(name)
         if node is None and name in self.imports and self.resolve is not None:
