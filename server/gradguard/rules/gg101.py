@@ -33,6 +33,9 @@ create_graph=True)`, whose `retain_graph` defaults to `create_graph` (the gradie
 later through the same graph, and unpacks what the forward saved). A parameter's post-accumulate-grad hook
 (`p.register_post_accumulate_grad_hook(fn)`, an optimizer step fused into backward) runs after each backward, with
 grad off: an in-place update of `p` there is a write between that backward and the next one through a kept graph.
+The other way round, a graph that nothing holds any more cannot break: an op whose result never requires grad
+(`.item()`, `argmax`), or a helper of the file that keeps nothing of its arguments and returns a number
+(`item(torch.norm(t))`), drops the graph of what it was given, and writing into `t` afterwards is fine.
 
 `with torch.autograd.graph.allow_mutation_on_saved_tensors():` lets code modify saved tensors by keeping copies
 of them in a table that lives as long as the block: a graph that saved tensors inside the block must be
