@@ -1358,15 +1358,15 @@ def _is_num(v: Val, n: int) -> bool:
     return isinstance(v, Const) and v.known and v.value == n and not isinstance(v.value, bool)
 
 
-# ops that return their input unchanged only for some dtypes (probed on float32: a view): a cast to the dtype it
-# already has; conj_physical, which copies a complex tensor and returns a real one as it is
-# attributes of every tensor that the op table does not list as methods (see `hasattr` in Calls.builtin)
+# attributes of every tensor that the op table does not list as methods (see `hasattr` in Calls.call_builtin)
 _TENSOR_ATTRS = frozenset({"shape", "grad", "requires_grad", "is_leaf", "grad_fn", "device", "dtype", "ndim", "T",
                            "__getitem__", "__setitem__", "__len__", "__iter__", "__array__", "data_ptr"})
 # in-place tensor methods the op table lists without arguments that torch still calls with some (`random_(0, 10)`,
 # `squeeze_(1)`, `apply_(fn)`)
 _ARG_TAKING_INPLACE = frozenset({"apply_", "map_", "map2_", "random_", "round_", "squeeze_", "resize_as_sparse_",
                                  "sparse_resize_", "sparse_resize_and_clear_"})
+# ops that return their input unchanged only for some dtypes (probed on float32: a view): a cast to the dtype it
+# already has; conj_physical, which copies a complex tensor and returns a real one as it is
 _DTYPE_CASTS = frozenset({"Tensor.float", "Tensor.conj_physical", "torch.conj_physical"})
 # what is float32 whatever the code around it does (the default dtype of torch's random factories)
 _FLOAT32_ORIGINS = frozenset({"randn", "rand", "randn_like", "rand_like"})

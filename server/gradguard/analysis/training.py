@@ -25,13 +25,11 @@ class Training(AnalyzerCore):
     def backward(self, y: Val, kw: dict[str, Val], n: ast.AST, st: State, fr: Frame | None = None) -> None:
         if not isinstance(y, T):
             return
-        try:
-            self._backward(y, kw, n, st)
-        finally:
-            if fr is not None and self.post_accumulate_hooks and not st.no_grad:
-                self._post_accumulate(y, n, st, fr)
+        self._backward(y, kw, n, st)
+        if fr is not None and self.post_accumulate_hooks and not st.no_grad:
+            self._post_accumulate(n, st, fr)
 
-    def _post_accumulate(self, y: T, n: ast.AST, st: State, fr: Frame) -> None:
+    def _post_accumulate(self, n: ast.AST, st: State, fr: Frame) -> None:
         """The hooks registered with ``p.register_post_accumulate_grad_hook(fn)`` run once the backward has
         accumulated p's gradient: an in-place update of p there (an optimizer step fused into backward) is a write
         after this backward, which a graph kept with ``retain_graph`` finds changed at the next one."""
