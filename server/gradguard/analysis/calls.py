@@ -175,9 +175,10 @@ class Calls(AnalyzerCore):
         if isinstance(fv, Func):
             before = self.effects
             out = self.call_func(fv.info, pos, kw, st, fr, n)
-            if isinstance(out, Const) and fv.info.closure is None and self.pure_helper(fv.info):
+            if isinstance(out, Const) and self.save_log and fv.info.closure is None and self.pure_helper(fv.info):
                 # `grad_norm = item(torch.norm(t))`, where `item` returns `t.item()`: a helper that keeps nothing of
-                # its arguments and returns no tensor ends the graph of what it was given, as `.item()` does
+                # its arguments and returns no tensor ends the graph of what it was given, as `.item()` does (asked
+                # only when the expression's ops saved something: the purity test reads the whole module once)
                 self.cut_at, self.pure_cut = n, (n, before)
             return out
         if isinstance(fv, Bound):
