@@ -282,6 +282,7 @@ MAX_ESCAPED = 16  # nested defs run on their own after one function's run (see A
 class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Training, AnalyzerCore):
     _ng_only: set[int] | None = None
     _file_ng: set[int] | None = None
+    _ng_inputs: tuple[frozenset[int], set[int] | None] | None = None
     _am_only: set[int] | None = None
     context_deps: set[str]  # files whose uses of a name put one of this analysis's functions under no_grad
 
@@ -465,10 +466,7 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
     def _own_ng_only(self) -> set[int]:
         """The checked file's defs that only run under no_grad (computed once per analysis)."""
         if self._ng_only is None:
-            seeds = self._ng_seeds(self.tree, False)
-            # (the workspace index may have read this very text: the file being typed in)
-            scanned = self.project.callers.ng_only_of(self.file, self.lines) \
-                if self.project is not None and self.file and not seeds else None
+            seeds, scanned = self._own_ng_inputs()
             self._ng_only = _ng_only_lines(self.lines, seeds, self._used_elsewhere(self.file), scanned)
         return self._ng_only
 
@@ -477,11 +475,19 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         under no_grad, or from code that other files only run under no_grad (the seeds); whether other files call
         them with grad on is left out."""
         if self._file_ng is None:
+            seeds, scanned = self._own_ng_inputs()
+            self._file_ng = _ng_only_lines(self.lines, seeds, None, scanned)
+        return self._file_ng
+
+    def _own_ng_inputs(self) -> tuple[frozenset[int], set[int] | None]:
+        """The seeds of the checked file's no-grad-only scan, and the scan without seeds or vetoes when the
+        workspace index already made it of this very text (the file being typed in); once per analysis."""
+        if self._ng_inputs is None:
             seeds = self._ng_seeds(self.tree, False)
             scanned = self.project.callers.ng_only_of(self.file, self.lines) \
                 if self.project is not None and self.file and not seeds else None
-            self._file_ng = _ng_only_lines(self.lines, seeds, None, scanned)
-        return self._file_ng
+            self._ng_inputs = (seeds, scanned)
+        return self._ng_inputs
 
     def _ng_seeds(self, tree: ast.Module, library: bool) -> frozenset[int]:
         """The defs in ``tree`` that the workspace only ever uses under no_grad, from other files too: functions
