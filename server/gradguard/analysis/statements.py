@@ -290,15 +290,16 @@ class Statements(AnalyzerCore):
                                                                   self.site(vnode), "attribute")
                         prov = frozenset((o, s_, c or wcarry) for (o, s_, c) in prov)
                     self._rebind(t.value, base.with_(rg=max(base.rg, v.rg), prov=base.prov | prov), st, fr)
-            elif isinstance(base, (Seq, Alt)) and isinstance(t.value, ast.Name) and (
+            elif isinstance(base, (Seq, Alt)) and isinstance(t.value, (ast.Name, ast.Attribute)) and (
                     replaced := _with_item(base, key, v)) is not None:
-                st.env[t.value.id] = replaced  # `rep[0] = nn.ReLU(inplace=False)`: that item is now the new one
-            elif isinstance(base, Seq) and isinstance(t.value, ast.Name):
+                # `rep[0] = nn.ReLU(inplace=False)`: that item is now the new one; `self.topology[j] = parent` too
+                self._rebind(t.value, replaced, st, fr)
+            elif isinstance(base, Seq) and isinstance(t.value, (ast.Name, ast.Attribute)):
                 grown = join(base, Seq(None, v, base.kind)) if base.items is None else \
                     Seq(base.items, join(base.elem, v), base.kind)
-                st.env[t.value.id] = grown
-                if isinstance(t.slice, ast.Name) and key is not UNKNOWN and key is not UNKNOWN_NUM \
-                        and key is not NONE:
+                self._rebind(t.value, grown, st, fr)
+                if isinstance(t.value, ast.Name) and isinstance(t.slice, ast.Name) and key is not UNKNOWN \
+                        and key is not UNKNOWN_NUM and key is not NONE:
                     st.env[written_key(t.value.id, t.slice.id)] = Written(v, grown, key)
         elif isinstance(t, ast.Starred):
             self.assign(t.value, v, st, fr, stmt)
