@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from gradguard.analysis.hazards import SaveRecord
 from gradguard.analysis.state import State
 from gradguard.analysis.values import (
     MAYBE,
@@ -80,13 +81,24 @@ class Budget(Exception):
 
 
 class Loop:
-    __slots__ = ("breaks", "carried", "continues", "node")
+    __slots__ = ("breaks", "carried", "continues", "index", "instances", "mirrored", "node", "pass_no", "step")
 
-    def __init__(self, carried: set[str], node: ast.AST):
+    def __init__(self, carried: set[str], node: ast.AST, index: tuple[str, int] | None = None):
         self.node = node
         self.carried = carried
         self.breaks: list[State] = []
         self.continues: list[State] = []
+        # `for i in range(n - 1, 0, -1)` (or `enumerate`): the index name and its step. The pass ``pass_no`` sees
+        # `lst[i + c]` as the item ``step * pass_no + c`` places from where the loop started (see
+        # Expressions.item_instance): each such item its own tensor, ``instances[(storage, place)]``, so that what
+        # one iteration saved of `feats[i]` is not what the next one writes as `feats[i + 1]` unless it is the
+        # same item; ``mirrored``: a save made through one item, also kept on the list's storage (for a write
+        # through another name), with the place it was made at
+        self.index = index
+        self.step = index[1] if index is not None else 0
+        self.pass_no = 0
+        self.instances: dict[tuple[Storage, int], Storage] = {}
+        self.mirrored: dict[tuple[Storage, SaveRecord], int] = {}
 
 
 # the builtin containers a value can be tested against (`isinstance(out, tuple)`, `type(out) is dict`)

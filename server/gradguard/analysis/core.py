@@ -18,6 +18,7 @@ from gradguard.analysis.common import (
     MAX_DEPTH,
     Budget,
     Frame,
+    Loop,
 )
 from gradguard.analysis.hazards import Hazard, SaveRecord, Site
 from gradguard.analysis.namespace import ModuleCtx
@@ -123,6 +124,9 @@ class AnalyzerCore:
         # expression runs, the count of calls into other code and in-place writes, and the call whose op cuts
         # the graph (argmax, multinomial, binomial)
         self.save_log: list[tuple[Storage, SaveRecord]] = []
+        # the items `lst[i + c]` of index loops (see common.Loop): item storage -> (its loop, the list's storage,
+        # its place)
+        self.instance_of: dict[Storage, tuple[Loop, Storage, int]] = {}
         self.effects = 0
         self.call_depth = 0
         self.cut_at: ast.AST | None = None
@@ -426,6 +430,11 @@ class AnalyzerCore:
             for r in saved.get(s, ()):
                 if r not in recs:
                     recs.append(r)
+            if (of := self.instance_of.get(s)) is not None:
+                loop, s0, k = of  # an item of an index loop: what was saved of the list since, but of no other item
+                for r in saved.get(s0, ()):
+                    if r not in recs and loop.mirrored.get((s0, r), k) == k:
+                        recs.append(r)
         param_update = st.no_grad and any(s.param_of is not None for s in val.storages)
         if recs and not st.allow_mutation and not param_update and not (
                 self.version_kept and val.storages <= self.version_kept) and not self.unreached(site, recs):
@@ -512,6 +521,12 @@ class AnalyzerCore:
             if len(have) < MAX_SAVES and rec not in have:
                 saved[s] = (*have, rec)
                 self.save_log.append((s, rec))
+                if (of := self.instance_of.get(s)) is not None:
+                    loop, s0, k = of  # an item of an index loop: the list's storage keeps the save too
+                    base = saved.get(s0, ())
+                    if len(base) < MAX_SAVES and rec not in base:
+                        saved[s0] = (*base, rec)
+                        loop.mirrored[(s0, rec)] = k
         if st.allow_mutation:
             self.am_saves.add(rec)
 

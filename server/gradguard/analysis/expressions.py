@@ -436,6 +436,8 @@ class Expressions(AnalyzerCore):
             if isinstance(n.slice, ast.Slice):
                 part = _const_slice(base, n.slice)
                 return part if part is not None else Seq(None, base.elem, base.kind)
+            if isinstance(base.elem, T) and fr.loops and base.kind in ("list", "tuple"):
+                return self.item_instance(base.elem, n.slice, st, fr)
             return base.elem
         if isinstance(base, Alt):
             if isinstance(n.slice, ast.Slice):  # `rep = rep[1:]` on lists built differently: each one sliced
@@ -460,6 +462,36 @@ class Expressions(AnalyzerCore):
         if isinstance(base, Obj) and base.kind == "opaque" and base.cfg.get("data") is None:
             return self.opaque_child(base, "[]")  # `self.model[-1]` of a model we cannot see into: a module of it
         return UNKNOWN
+
+    def item_instance(self, elem: T, sl: ast.expr, st: State, fr: Frame) -> T:
+        """``lst[i + c]`` inside `for i in range(...)` of a list whose items are not told apart: the item ``c``
+        places (plus a step per pass) from where the loop's index started, a tensor of its own (see common.Loop).
+        A top-down pyramid, `for i in range(n - 1, 0, -1): laterals[i - 1] += up(laterals[i])` after
+        `self.gate(laterals[i - 1])` saved the item, writes each item before the next pass saves it: the same
+        expression names another item on each pass. Items the code put in the list itself alias nothing more
+        than the list's storages do: a save through any item stays on them too, for writes through other names."""
+        place = _affine_index(sl)
+        loop = next((lp for lp in reversed(fr.loops) if lp.index is not None and place is not None
+                     and lp.index[0] == place[0]), None)
+        if loop is None or place is None:
+            return elem
+        k = loop.step * loop.pass_no + place[1]
+        saved = st.heap.saved
+        out: list[Storage] = []
+        for s0 in ordered(elem.storages):
+            of = self.instance_of.get(s0)
+            if of is not None and of[0] is loop:
+                s0 = of[1]  # an item read on an earlier pass and put back (`feats[i] += ...`): the list's own
+            c = loop.instances.get((s0, k))
+            if c is None:
+                c = loop.instances[(s0, k)] = Storage(s0.desc, s0.site, s0.leaf, s0.param_of)
+                self.instance_of[c] = (loop, s0, k)
+                recs = tuple(r for r in saved.get(s0, ()) if loop.mirrored.get((s0, r), k) == k)
+                if recs:
+                    saved[c] = recs
+            if c not in out:
+                out.append(c)
+        return elem.with_(storages=frozenset(out))
 
     def _advanced_index(self, sl: ast.expr, idx: Val) -> bool:
         if isinstance(idx, (T, UnknownT, Obj)):
@@ -829,6 +861,20 @@ def _bound(x: ast.expr | None) -> Any:
             and isinstance(x.operand.value, int):
         return -x.operand.value
     return x.value if isinstance(x, ast.Constant) else _NO_BOUND
+
+
+def _affine_index(sl: ast.expr) -> tuple[str, int] | None:
+    """`i`, `i + 1`, `i - 1`, `1 + i`: the name and the number added to it."""
+    if isinstance(sl, ast.Name):
+        return sl.id, 0
+    if isinstance(sl, ast.BinOp) and isinstance(sl.op, (ast.Add, ast.Sub)):
+        a, b = sl.left, sl.right
+        if isinstance(a, ast.Name) and isinstance(b, ast.Constant) and type(b.value) is int:
+            return a.id, b.value if isinstance(sl.op, ast.Add) else -b.value
+        if isinstance(sl.op, ast.Add) and isinstance(b, ast.Name) and isinstance(a, ast.Constant) \
+                and type(a.value) is int:
+            return b.id, a.value
+    return None
 
 
 def _const_slice(base: Seq, sl: ast.Slice) -> Seq | None:

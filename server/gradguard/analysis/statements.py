@@ -158,6 +158,10 @@ class Statements(AnalyzerCore):
             tgt = self.text(s.target)
             extra = (("target_span", self.site(s.target)), ("value_span", self.site(s.value)),
                      ("op", OPSYM.get(type(s.op), "+")))
+            if isinstance(s.target, ast.Subscript) and isinstance(self.ev(s.target.value, st, fr), (Seq, Alt)):
+                # `feats[i] += y` on an item of a Python list: Python puts the result back into the list, so
+                # `feats[i] = feats[i] + y` writes nothing a graph holds (a clone of the list is no fix)
+                extra = (*extra, ("list_item", True))
             if info is not None:
                 out = self.apply(info, [cur, rhs], {}, s, st, fr, display=sym, form="augassign", target_text=tgt,
                                  extra=extra)
@@ -515,12 +519,13 @@ class Statements(AnalyzerCore):
             out.no_grad, out.silent = no_grad, silent  # both arms go on: as it was before the if
         return out
 
-    def _loop(self, node: ast.For | ast.AsyncFor | ast.While, st: State, fr: Frame, bind: Any) -> State | None:
+    def _loop(self, node: ast.For | ast.AsyncFor | ast.While, st: State, fr: Frame, bind: Any,
+              index: tuple[str, int] | None = None) -> State | None:
         carried: set[str] | None = getattr(node, "_gg_carried", None)
         if carried is None:
             carried = carried_names(node.body)
             node._gg_carried = carried  # type: ignore[union-attr]  # cached on the tree it describes
-        loop = Loop(carried, node)
+        loop = Loop(carried, node, index)
         # Each pass starts from the previous pass's state (a tensor saved in one iteration and written in the
         # next; a graph carried over an optimizer step). Three passes cover what the third iteration sees that
         # the second does not (state that first requires grad in iteration 2, saves parameters then, and is
@@ -535,9 +540,10 @@ class Statements(AnalyzerCore):
             entry = st.branch()
             cur: State | None = entry
             exits: State | None = st
-            for _ in range(passes):
+            for p in range(passes):
                 if cur is None:
                     break
+                loop.pass_no = p
                 body_in = cur.branch()
                 bind(body_in)
                 out = self.exec_block(node.body, body_in, fr)
@@ -585,7 +591,7 @@ class Statements(AnalyzerCore):
             # the next pass's element (iterating a tensor gives views of one storage, which is).
             self.assign(s.target, self.fresh_element(el, state) if per_pass else el, state, fr, s)
 
-        return self._loop(s, st, fr, bind)
+        return self._loop(s, st, fr, bind, _loop_index(s))
 
     def _unrolled(self, node: ast.For | ast.AsyncFor, items: tuple[Val, ...], st: State, fr: Frame) -> State | None:
         """A loop over a sequence of known length: once per element, in order, each element bound as it is (the
@@ -852,6 +858,44 @@ def _jumps(node: ast.For | ast.AsyncFor) -> bool:
             continue
         stack.extend(ast.iter_child_nodes(x))
     return False
+
+
+def _loop_index(s: ast.For | ast.AsyncFor) -> tuple[str, int] | None:
+    """The loop's index name and step: `for i in range(a, b, -1)` (a step written as a number) and `for i, x in
+    enumerate(xs)`, when the body never binds the name itself; None for other loops."""
+    got: tuple[tuple[str, int] | None] | None = getattr(s, "_gg_index", None)
+    if got is None:
+        index = _index_of(s)
+        if index is not None and any(isinstance(x, ast.Name) and x.id == index[0] and not isinstance(x.ctx, ast.Load)
+                                     for b in s.body for x in ast.walk(b)):
+            index = None
+        got = (index,)
+        s._gg_index = got  # type: ignore[union-attr]  # cached on the tree it describes
+    return got[0]
+
+
+def _index_of(s: ast.For | ast.AsyncFor) -> tuple[str, int] | None:
+    it, tgt = s.iter, s.target
+    if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and not it.keywords):
+        return None
+    if it.func.id == "enumerate" and len(it.args) == 1 and isinstance(tgt, ast.Tuple) and len(tgt.elts) == 2 \
+            and isinstance(tgt.elts[0], ast.Name):
+        return tgt.elts[0].id, 1
+    if it.func.id != "range" or not 1 <= len(it.args) <= 3 or not isinstance(tgt, ast.Name):
+        return None
+    if len(it.args) < 3:
+        return tgt.id, 1
+    step = _int_literal(it.args[2])
+    return (tgt.id, step) if step else None
+
+
+def _int_literal(e: ast.expr) -> int | None:
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
+        v = _int_literal(e.operand)
+        return -v if v is not None else None
+    if isinstance(e, ast.Constant) and isinstance(e.value, int) and not isinstance(e.value, bool):
+        return e.value
+    return None
 
 
 def _with_item(base: Seq | Alt, key: Val, v: Val) -> Seq | Alt | None:

@@ -923,7 +923,11 @@ def _augassign(ctx: Ctx) -> list[Fix]:
     fixes: list[Fix] = []
     ttext = st.source_of(target)
     vtext_full = st.source_of(value)
-    if _assignable(target) and not (code in ("GG301", "GG304", "GG101") and _is_parameter_attr(ctx, target)):
+    # (read twice by the rewrite: an item of a list, `feats[i - 1]`, whose index calls nothing)
+    list_item = bool(ctx.ex.get("list_item")) and isinstance(target, ast.Subscript) and not any(
+        isinstance(x, (ast.Call, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)) for x in ast.walk(target))
+    if (_assignable(target) or list_item) and not (
+            code in ("GG301", "GG304", "GG101") and _is_parameter_attr(ctx, target)):
         tsp, vsp = st.span_of(target), st.span_of(value)
         between = ctx.text(Span(tsp.end_line, tsp.end_column, vsp.line, vsp.column))
         op = ctx.ex.get("op") or (ctx.m.name[:-1] if ctx.m.name.endswith("=") else "")
@@ -945,7 +949,8 @@ def _augassign(ctx: Ctx) -> list[Fix]:
             fixes.append(Fix(f"Rewrite `{ttext} {op}= {_short(vtext_full, 32)}` as `{ttext} = {ttext} {op} {shown}`",
                              safe, tuple(edits), kind="out-of-place"))
     if code in ("GG101", "GG103") and isinstance(target, ast.Subscript):
-        fixes += _clone_before(ctx, _root(target), st, value, code)
+        if not list_item:  # (an item of a list: the rewrite above puts a new tensor in it)
+            fixes += _clone_before(ctx, _root(target), st, value, code)
     elif code == "GG101" and isinstance(target, ast.Name):
         fixes += _clone_before(ctx, target, st, None, code)
     if code in ("GG301", "GG304"):
