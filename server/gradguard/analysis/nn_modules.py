@@ -856,8 +856,12 @@ class NNModules(Summaries):
         fi = ci.find_method("backward")
         node = fi.node if fi is not None else None
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.args.args:
-            path = fi.mod.path if fi is not None and fi.mod is not None else self.mod.path
-            out = _backward_writes(node, path, self.kb)
+            mod = fi.mod if fi is not None and fi.mod is not None else self.mod
+            path = mod.path
+            tree = self.tree if mod.is_root else (mod.source.tree if mod.source is not None else None)
+            helpers = {d.name: d for d in getattr(tree, "body", ()) if isinstance(d, (ast.FunctionDef,
+                                                                                     ast.AsyncFunctionDef))}
+            out = _backward_writes(node, path, self.kb, helpers)
         res = tuple(out)
         self._bw_writes[id(ci)] = (ci, res)
         return res
@@ -1013,8 +1017,9 @@ def _saved_read(e: ast.AST, ctx: str) -> bool:
         and e.value.id == ctx
 
 
-def _backward_writes(node: ast.FunctionDef | ast.AsyncFunctionDef, path: str,
-                     kb: Any) -> list[tuple[int | None, Site, Site, str, str]]:
+def _backward_writes(node: ast.FunctionDef | ast.AsyncFunctionDef, path: str, kb: Any,
+                     helpers: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] | None = None,
+                     ) -> list[tuple[int | None, Site, Site, str, str]]:
     ctx = node.args.args[0].arg
     bound: dict[str, int | None] = {}
     seqs: set[str] = set()
@@ -1044,9 +1049,39 @@ def _backward_writes(node: ast.FunctionDef | ast.AsyncFunctionDef, path: str,
                 and isinstance(v.slice.value, int) and (
                     _saved_read(v.value, ctx) or (isinstance(v.value, ast.Name) and v.value.id in seqs)):
             bound[t.id] = v.slice.value
-    bound = {k: i for k, i in bound.items() if counts.get(k, 0) == 1}
-    if not bound:
-        return []
+    read = bound
+    bound = {k: i for k, i in read.items() if counts.get(k, 0) == 1}
+    out = _writes_to(node, bound, path, kb) if bound else []
+    for n in ast.walk(node):
+        # `a, b = swiglu_backward(a, b, dc)`: a function of the module given the saved tensors writes into them
+        # (the gradient computed in their storage); followed one level, into the parameters it never rebinds.
+        # (The names it hands over may be bound again by the very statement that calls it, to what it returns.)
+        if not (isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) or isinstance(n, ast.Expr)
+                and isinstance(n.value, ast.Call)):
+            continue
+        call = n.value
+        if not (isinstance(call.func, ast.Name) and helpers and call.func.id in helpers):
+            continue
+        again = {x.id for t in (n.targets if isinstance(n, ast.Assign) else ()) for x in ast.walk(t)
+                 if isinstance(x, ast.Name)}
+        usable = {k: i for k, i in read.items() if counts.get(k, 0) == 1 + (k in again)}
+        h = helpers[call.func.id]
+        params = [p.arg for p in (*h.args.posonlyargs, *h.args.args)]
+        given = {params[i]: usable[a.id] for i, a in enumerate(call.args)
+                 if i < len(params) and isinstance(a, ast.Name) and a.id in usable}
+        given.update({k.arg: usable[k.value.id] for k in call.keywords
+                      if k.arg in params and isinstance(k.value, ast.Name) and k.value.id in usable})
+        if given:
+            rebound = {x.id for x in ast.walk(h) if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store)}
+            given = {k: i for k, i in given.items() if k not in rebound}
+            if given:
+                out += _writes_to(h, given, path, kb)
+    return out
+
+
+def _writes_to(node: ast.FunctionDef | ast.AsyncFunctionDef, bound: dict[str, int | None], path: str,
+               kb: Any) -> list[tuple[int | None, Site, Site, str, str]]:
+    """The in-place writes in ``node``'s body to the names in ``bound`` (each the index of a saved tensor)."""
     stmt_of: dict[int, ast.stmt] = {}
     for st in ast.walk(node):
         if isinstance(st, ast.stmt) and st is not node:

@@ -12,7 +12,8 @@ copies. Writing into one in `backward` bumps its version counter. The graph stil
 through a graph kept with `retain_graph=True` unpacks it again and raises *one of the variables needed for
 gradient computation has been modified by an inplace operation ... is at version 1; expected version 0*, and so
 does any op created before the Function that saved the same tensor (its backward runs after the Function's).
-The caller's tensor silently changes too.
+The caller's tensor silently changes too. A function of the same module that `backward` hands the saved
+tensors to (a fused kernel's stand-in computing the gradients into their storage) counts as `backward` itself.
 """
     fix = """
 Compute out of place in `backward`: `x = x.mul(2)` instead of `x.mul_(2)` (or `x = x.clone()` once before the
