@@ -81,7 +81,8 @@ class Budget(Exception):
 
 
 class Loop:
-    __slots__ = ("breaks", "carried", "continues", "index", "instances", "mirrored", "node", "pass_no", "step")
+    __slots__ = ("breaks", "carried", "continues", "index", "instances", "mirrored", "node", "pass_no", "placed",
+                 "step")
 
     def __init__(self, carried: set[str], node: ast.AST, index: tuple[str, int] | None = None):
         self.node = node
@@ -99,6 +100,7 @@ class Loop:
         self.pass_no = 0
         self.instances: dict[tuple[Storage, int], Storage] = {}
         self.mirrored: dict[tuple[Storage, SaveRecord], int] = {}
+        self.placed: dict[Storage, set[int]] = {}  # tensors `lst[i + c] = v` put into a list, and where
 
 
 # the builtin containers a value can be tested against (`isinstance(out, tuple)`, `type(out) is dict`)

@@ -12,6 +12,7 @@ from gradguard.analysis.common import (
     OPSYM,
     STR_METHODS,
     Frame,
+    Loop,
     fold,
     is_false,
     is_true,
@@ -444,7 +445,10 @@ class Expressions(AnalyzerCore):
                 sliced = [_const_slice(a, n.slice) for a in base.alts]
                 if all(x is not None for x in sliced):
                     return Alt(tuple(x for x in sliced if x is not None))
-            return seq_elem(base)
+            got = seq_elem(base)
+            if isinstance(got, T) and fr.loops and all(a.kind in ("list", "tuple") for a in base.alts):
+                return self.item_instance(got, n.slice, st, fr)  # (lists of several lengths: any item of them)
+            return got
         if isinstance(base, Obj) and base.kind in ("sequential", "modulelist", "moduledict"):
             if isinstance(n.slice, ast.Slice):
                 o = Obj("sequential", "torch.nn.Sequential")
@@ -470,18 +474,23 @@ class Expressions(AnalyzerCore):
         `self.gate(laterals[i - 1])` saved the item, writes each item before the next pass saves it: the same
         expression names another item on each pass. Items the code put in the list itself alias nothing more
         than the list's storages do: a save through any item stays on them too, for writes through other names."""
-        place = _affine_index(sl)
-        loop = next((lp for lp in reversed(fr.loops) if lp.index is not None and place is not None
-                     and lp.index[0] == place[0]), None)
-        if loop is None or place is None:
+        at = self.item_place(sl, fr)
+        if at is None:
             return elem
-        k = loop.step * loop.pass_no + place[1]
+        loop, k = at
         saved = st.heap.saved
         out: list[Storage] = []
         for s0 in ordered(elem.storages):
             of = self.instance_of.get(s0)
             if of is not None and of[0] is loop:
                 s0 = of[1]  # an item read on an earlier pass and put back (`feats[i] += ...`): the list's own
+            put = loop.placed.get(s0)
+            if put is not None:
+                # a tensor this loop put into the list (`feats[i - 1] = conv(feats[i - 1])`): the item at that
+                # place, and at no other
+                if k in put and s0 not in out:
+                    out.append(s0)
+                continue
             c = loop.instances.get((s0, k))
             if c is None:
                 c = loop.instances[(s0, k)] = Storage(s0.desc, s0.site, s0.leaf, s0.param_of)
@@ -491,7 +500,15 @@ class Expressions(AnalyzerCore):
                     saved[c] = recs
             if c not in out:
                 out.append(c)
-        return elem.with_(storages=frozenset(out))
+        return elem.with_(storages=frozenset(out)) if out else elem
+
+    def item_place(self, sl: ast.expr, fr: Frame) -> tuple[Loop, int] | None:
+        """The index loop and the place that `lst[i + c]` names on this pass (see common.Loop)."""
+        place = _affine_index(sl)
+        if place is None:
+            return None
+        loop = next((lp for lp in reversed(fr.loops) if lp.index is not None and lp.index[0] == place[0]), None)
+        return (loop, loop.step * loop.pass_no + place[1]) if loop is not None else None
 
     def _advanced_index(self, sl: ast.expr, idx: Val) -> bool:
         if isinstance(idx, (T, UnknownT, Obj)):

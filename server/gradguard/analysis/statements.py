@@ -299,6 +299,9 @@ class Statements(AnalyzerCore):
                 # `rep[0] = nn.ReLU(inplace=False)`: that item is now the new one; `self.topology[j] = parent` too
                 self._rebind(t.value, replaced, st, fr)
             elif isinstance(base, Seq) and isinstance(t.value, (ast.Name, ast.Attribute)):
+                if isinstance(v, T) and (at := self.item_place(t.slice, fr)) is not None:
+                    for sto in v.storages:  # (an item of an index loop: see Expressions.item_instance)
+                        at[0].placed.setdefault(sto, set()).add(at[1])
                 grown = join(base, Seq(None, v, base.kind)) if base.items is None else \
                     Seq(base.items, join(base.elem, v), base.kind)
                 self._rebind(t.value, grown, st, fr)
