@@ -1166,10 +1166,11 @@ class Calls(AnalyzerCore):
                                  if not r.what.startswith("its output"))
                     if recs:
                         site = self.site(n)
-                        self.report(Hazard("saved", "method", site, self.stmt_site(), "detach_", self.text(recv_node),
-                                           recs[:1], extra=(("receiver_span", self.site(recv_node)),
-                                                            ("call_span", site), ("out_of_place", "detach"),
-                                                            ("standalone", self._standalone(n)))))
+                        self.report_saved(Hazard("saved", "method", site, self.stmt_site(), "detach_",
+                                                 self.text(recv_node), recs[:1],
+                                                 extra=(("receiver_span", self.site(recv_node)), ("call_span", site),
+                                                        ("out_of_place", "detach"),
+                                                        ("standalone", self._standalone(n)))), recv, recs, st)
                 if recv.view is None and recv_node is not None:
                     # the very tensor stops requiring grad (`x.detach_()` as a statement changes x: writing to it
                     # afterwards is not a leaf's in-place write)

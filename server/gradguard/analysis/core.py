@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -134,6 +134,12 @@ class AnalyzerCore:
         # backward that keeps the graph (storages, provenance of the outputs, the write, the Function's save)
         self._bw_writes: dict[int, tuple[Any, tuple[Any, ...]]] = {}
         self.bw_pending: list[tuple[frozenset[Storage], frozenset[Any], tuple[Any, ...], SaveRecord]] = []
+        # A backward that keeps its graph (retain_graph=True) has unpacked what was saved so far: the saves it
+        # went through, and the graphs of its root (`spent`). A write into those afterwards breaks only a later
+        # backward through the same graph: it waits in `spent_writes` (with the graphs of the written tensor) for
+        # one, and is dropped when none comes (a recurrent state detached after each step's backward).
+        self.spent: dict[tuple[Storage, SaveRecord], frozenset[Any]] = {}
+        self.spent_writes: list[tuple[Hazard, frozenset[Any]]] = []
         self.grads: dict[Storage, T] = {}  # `p.grad = g`: the tensor's .grad (flow-insensitive)
         self.fed_back: tuple[Site, str] | None = None  # a recurrent step run again with its returned state
         # Incremental re-analysis (see .incremental): while a function run is recorded, the checked file's lines it
@@ -446,7 +452,7 @@ class AnalyzerCore:
                 site = self.alias_stmt.get(val.alias_site, site)
             if self.fed_back is not None:
                 related = (*related, self.fed_back)
-            self.report(Hazard("saved", form, site, stmt, op, target, tuple(recs), related, ex))
+            self.report_saved(Hazard("saved", form, site, stmt, op, target, tuple(recs), related, ex), val, recs, st)
         for s in val.storages:
             saved.pop(s, None)
         owners = frozenset(s.param_of for s in val.storages if s.param_of is not None)
@@ -454,6 +460,22 @@ class AnalyzerCore:
             # the module, and the parameter itself for a graph that saved it directly (`m.weight.mul(m.weight)`)
             owners |= frozenset(s for s in val.storages if s.param_of is not None)  # under allow_mutation_on_saved_tensors torch keeps a copy
             st.heap.steps = (*st.heap.steps, self.step_event(owners, site, stmt, f"in-place update of `{target}`", st))
+
+    def report_saved(self, h: Hazard, val: T, recs: Sequence[SaveRecord], st: State) -> None:
+        """Report a write into what ``recs`` saved, or keep it for a later backward when a backward that kept its
+        graph has already been through every one of them (see ``spent``)."""
+        if self.spent and not self.quiet:
+            graphs: set[Any] = set()
+            for r in recs:
+                got = [self.spent.get((s, r)) for s in val.storages if r in st.heap.saved.get(s, ())]
+                if not got or any(g is None for g in got):
+                    break
+                graphs.update(x for g in got if g is not None for x in g)
+            else:
+                mine = frozenset((o, s_) for (o, s_, _c) in val.prov)
+                self.spent_writes.append((h, mine or frozenset(graphs)))
+                return
+        self.report(h)
 
     def wrote(self, val: T, st: State, site: Site, op: str) -> None:
         """Remember an in-place write to ``val``'s storages (its version moves; see stale_view)."""

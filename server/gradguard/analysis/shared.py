@@ -561,7 +561,7 @@ class SharedSummaries(AnalyzerCore):
         """The analysis' tables that a kept call must leave alone (it reported nothing, changed nothing else)."""
         return (self.reported, self.backwards, len(self.grads), len(self.inference_spans), len(self.pack_inputs),
                 len(self.bw_pending), len(self._bw_writes), len(self.carry_use), len(self.alias_stmt),
-                self.fed_back)
+                self.fed_back, len(self.spent_writes))
 
     # ------------------------------------------------------------------ footprints
     def note_call(self, fi: FuncInfo, depth: int) -> None:

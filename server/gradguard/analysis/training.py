@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 from typing import Any
 
 from gradguard.analysis.common import (
@@ -132,6 +133,22 @@ class Training(AnalyzerCore):
                 else:
                     keep.append((storages, prov, (wsite, wstmt, op, name), own))
             self.bw_pending = keep
+        graphs = frozenset((o, s) for (o, s, _c) in y.prov)
+        if self.spent_writes:
+            # writes made after an earlier backward kept its graph: this one breaks if it goes through that graph
+            wait = []
+            for h, theirs in self.spent_writes:
+                if not (theirs and graphs) or theirs & graphs:
+                    self.report(dataclasses.replace(h, related=(*h.related, (
+                        self.stmt_site(), "this backward goes through that graph again (an earlier backward kept it "
+                                          "with retain_graph=True)"))))
+                elif retain:
+                    wait.append((h, theirs))
+            self.spent_writes = wait
+        if retain:
+            for sto, recs in heap.saved.items():
+                for r in recs:
+                    self.spent.setdefault((sto, r), graphs)
         if not retain:
             heap.freed = heap.freed | {(o, s) for (o, s, _c) in y.prov}
             heap.saved = {}

@@ -24,6 +24,11 @@ a saved tensor whose version changed, it raises *one of the variables needed for
 been modified by an inplace operation*. `x * 2` saves nothing, so `y = x * 2; y += 1` is fine; `y = x.exp();
 y += 1` is not.
 
+The check happens only when a backward unpacks the tensor. After `loss.backward(retain_graph=True)` a write
+into what that graph saved breaks a later backward through the same graph (`loss.backward()` again, or the next
+step's loss through a state that still carries it); a recurrent state detached after each step's backward is
+never unpacked again. Such a write is reported when a later backward goes through the kept graph.
+
 A saved-tensor pack hook (`torch.autograd.graph.saved_tensors_hooks(pack, unpack)`, or
 `grad_fn._raw_saved_self.register_hooks`) is handed the very tensor being saved: modifying it in place there
 raises *A saved tensor pack hook is modifying its input in place* during the forward.
