@@ -137,6 +137,20 @@ def known_truth(v: Val | None) -> bool | None:
     return None
 
 
+def affine_index(sl: ast.expr) -> tuple[str, int] | None:
+    """`i`, `i + 1`, `i - 1`, `1 + i`: the name and the number added to it."""
+    if isinstance(sl, ast.Name):
+        return sl.id, 0
+    if isinstance(sl, ast.BinOp) and isinstance(sl.op, (ast.Add, ast.Sub)):
+        a, b = sl.left, sl.right
+        if isinstance(a, ast.Name) and isinstance(b, ast.Constant) and type(b.value) is int:
+            return a.id, b.value if isinstance(sl.op, ast.Add) else -b.value
+        if isinstance(sl.op, ast.Add) and isinstance(b, ast.Name) and isinstance(a, ast.Constant) \
+                and type(a.value) is int:
+            return b.id, a.value
+    return None
+
+
 def carried_names(body: list[ast.stmt]) -> set[str]:
     """Names read in a loop body before being written in it (live-in) and written in it: loop-carried. The
     statements inside an ``if``, ``with`` or ``try`` are taken in order too: ``if done: q = f(x); loss = -q``

@@ -19,6 +19,7 @@ from gradguard.analysis.common import (
     Budget,
     Frame,
     Loop,
+    affine_index,
 )
 from gradguard.analysis.hazards import Hazard, SaveRecord, Site
 from gradguard.analysis.namespace import ModuleCtx
@@ -437,9 +438,9 @@ class AnalyzerCore:
                 if r not in recs:
                     recs.append(r)
             if (of := self.instance_of.get(s)) is not None:
-                loop, s0, k = of  # an item of an index loop: what was saved of the list since, but of no other item
+                iloop, s0, k = of  # an item of an index loop: what was saved of the list since, but of no other item
                 for r in saved.get(s0, ()):
-                    if r not in recs and loop.mirrored.get((s0, r), k) == k:
+                    if r not in recs and iloop.mirrored.get((s0, r), k) == k:
                         recs.append(r)
         param_update = st.no_grad and any(s.param_of is not None for s in val.storages)
         if recs and not st.allow_mutation and not param_update and not (
@@ -460,6 +461,14 @@ class AnalyzerCore:
             # the module, and the parameter itself for a graph that saved it directly (`m.weight.mul(m.weight)`)
             owners |= frozenset(s for s in val.storages if s.param_of is not None)  # under allow_mutation_on_saved_tensors torch keeps a copy
             st.heap.steps = (*st.heap.steps, self.step_event(owners, site, stmt, f"in-place update of `{target}`", st))
+
+    def item_place(self, sl: ast.expr, fr: Frame) -> tuple[Loop, int] | None:
+        """The index loop and the place that `lst[i + c]` names on this pass (see common.Loop)."""
+        place = affine_index(sl)
+        if place is None:
+            return None
+        loop = next((lp for lp in reversed(fr.loops) if lp.index is not None and lp.index[0] == place[0]), None)
+        return (loop, loop.step * loop.pass_no + place[1]) if loop is not None else None
 
     def report_saved(self, h: Hazard, val: T, recs: Sequence[SaveRecord], st: State) -> None:
         """Report a write into what ``recs`` saved, or keep it for a later backward when a backward that kept its

@@ -12,7 +12,6 @@ from gradguard.analysis.common import (
     OPSYM,
     STR_METHODS,
     Frame,
-    Loop,
     fold,
     is_false,
     is_true,
@@ -502,14 +501,6 @@ class Expressions(AnalyzerCore):
                 out.append(c)
         return elem.with_(storages=frozenset(out)) if out else elem
 
-    def item_place(self, sl: ast.expr, fr: Frame) -> tuple[Loop, int] | None:
-        """The index loop and the place that `lst[i + c]` names on this pass (see common.Loop)."""
-        place = _affine_index(sl)
-        if place is None:
-            return None
-        loop = next((lp for lp in reversed(fr.loops) if lp.index is not None and lp.index[0] == place[0]), None)
-        return (loop, loop.step * loop.pass_no + place[1]) if loop is not None else None
-
     def _advanced_index(self, sl: ast.expr, idx: Val) -> bool:
         if isinstance(idx, (T, UnknownT, Obj)):
             return True  # a tensor index (or one we cannot tell from a tensor, `x[n_id]`): a copy, not a view
@@ -878,20 +869,6 @@ def _bound(x: ast.expr | None) -> Any:
             and isinstance(x.operand.value, int):
         return -x.operand.value
     return x.value if isinstance(x, ast.Constant) else _NO_BOUND
-
-
-def _affine_index(sl: ast.expr) -> tuple[str, int] | None:
-    """`i`, `i + 1`, `i - 1`, `1 + i`: the name and the number added to it."""
-    if isinstance(sl, ast.Name):
-        return sl.id, 0
-    if isinstance(sl, ast.BinOp) and isinstance(sl.op, (ast.Add, ast.Sub)):
-        a, b = sl.left, sl.right
-        if isinstance(a, ast.Name) and isinstance(b, ast.Constant) and type(b.value) is int:
-            return a.id, b.value if isinstance(sl.op, ast.Add) else -b.value
-        if isinstance(sl.op, ast.Add) and isinstance(b, ast.Name) and isinstance(a, ast.Constant) \
-                and type(a.value) is int:
-            return b.id, a.value
-    return None
 
 
 def _const_slice(base: Seq, sl: ast.Slice) -> Seq | None:

@@ -1056,8 +1056,8 @@ def _backward_writes(node: ast.FunctionDef | ast.AsyncFunctionDef, path: str, kb
         # `a, b = swiglu_backward(a, b, dc)`: a function of the module given the saved tensors writes into them
         # (the gradient computed in their storage); followed one level, into the parameters it never rebinds.
         # (The names it hands over may be bound again by the very statement that calls it, to what it returns.)
-        if not (isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) or isinstance(n, ast.Expr)
-                and isinstance(n.value, ast.Call)):
+        if not ((isinstance(n, ast.Assign) and isinstance(n.value, ast.Call))
+                or (isinstance(n, ast.Expr) and isinstance(n.value, ast.Call))):
             continue
         call = n.value
         if not (isinstance(call.func, ast.Name) and helpers and call.func.id in helpers):

@@ -156,8 +156,9 @@ class Statements(AnalyzerCore):
         if isinstance(cur, T) and not (isinstance(rhs, Seq)):
             info = self.kb.get(f"operator.i{opname.rstrip('_')}") or self.kb.get(f"operator.i{opname}")
             tgt = self.text(s.target)
-            extra = (("target_span", self.site(s.target)), ("value_span", self.site(s.value)),
-                     ("op", OPSYM.get(type(s.op), "+")))
+            extra: tuple[tuple[str, Any], ...] = (("target_span", self.site(s.target)),
+                                                  ("value_span", self.site(s.value)),
+                                                  ("op", OPSYM.get(type(s.op), "+")))
             if isinstance(s.target, ast.Subscript) and isinstance(self.ev(s.target.value, st, fr), (Seq, Alt)):
                 # `feats[i] += y` on an item of a Python list: Python puts the result back into the list, so
                 # `feats[i] = feats[i] + y` writes nothing a graph holds (a clone of the list is no fix)

@@ -146,8 +146,8 @@ class Training(AnalyzerCore):
                     wait.append((h, theirs))
             self.spent_writes = wait
         if retain:
-            for sto, recs in heap.saved.items():
-                for r in recs:
+            for sto, kept in heap.saved.items():
+                for r in kept:
                     self.spent.setdefault((sto, r), graphs)
         if not retain:
             heap.freed = heap.freed | {(o, s) for (o, s, _c) in y.prov}
