@@ -275,6 +275,9 @@ class Expressions(AnalyzerCore):
         folded = self._fold_compare(n, st, fr)
         if folded is not None:
             return folded
+        same = self._same_memory(n, st, fr)
+        if same is not None:
+            return same
         if len(n.ops) == 1 and isinstance(n.ops[0], (ast.Is, ast.IsNot)) and isinstance(n.left, ast.Attribute) \
                 and n.left.attr == "grad_fn" and isinstance(n.comparators[0], ast.Constant) \
                 and n.comparators[0].value is None:
@@ -301,6 +304,30 @@ class Expressions(AnalyzerCore):
         if any(isinstance(v, T) for v in vals):
             return fresh("comparison", rg=NO)
         return UNKNOWN_NUM
+
+    def _same_memory(self, n: ast.Compare, st: State, fr: Frame) -> Val | None:
+        """``query.data_ptr() == key.data_ptr() == value.data_ptr()`` (attention's self-attention test): False when
+        two of the tensors are made by different ops (their memory is not shared), True when they are the very same
+        tensor; None (not known) otherwise, or for anything but a chain of ``==`` / ``!=`` between ``.data_ptr()``
+        calls."""
+        parts = [n.left, *n.comparators]
+        if not all(isinstance(op, (ast.Eq, ast.NotEq)) for op in n.ops) or not all(
+                isinstance(p, ast.Call) and isinstance(p.func, ast.Attribute) and p.func.attr == "data_ptr"
+                and not p.args and not p.keywords for p in parts):
+            return None
+        ts = [self.ev_nograd(p.func.value, st, fr) for p in parts]  # type: ignore[attr-defined]
+        if not all(isinstance(t, T) and not t.maybe_tensor and t.storages for t in ts):
+            return None
+        answers: list[bool] = []
+        for a, b in zip(ts, ts[1:]):
+            assert isinstance(a, T) and isinstance(b, T)
+            if a.storages.isdisjoint(b.storages):
+                answers.append(False)
+            elif a.storages == b.storages and len(a.storages) == 1 and a.view is None and b.view is None:
+                answers.append(True)
+            else:
+                return None
+        return Const(all(same == isinstance(op, ast.Eq) for same, op in zip(answers, n.ops)))
 
     def _fold_compare(self, n: ast.Compare, st: State, fr: Frame) -> Val | None:
         """``self.kind == "cross"``, ``num_vector_embeds is not None`` on known constants: the answer (a branch on a
