@@ -469,6 +469,15 @@ class Statements(AnalyzerCore):
             # the flag this path assumed (the function's body runs once per value of it)
             return self.exec_block(s.body if fr.assumed[flag[0]] == flag[1] else s.orelse, st, fr)
         test = self.ev(s.test, st, fr)
+        if is_true(test) and _eval_only(s.test) and not st.silent:
+            # `if not self.training and self.prefilter:` on a module known to be in eval mode: an inference branch,
+            # silent as it is when the mode is not known (see recording_allows)
+            no_grad, silent = st.no_grad, st.silent
+            st.no_grad = st.silent = True
+            out = self.exec_block(s.body, st, fr)
+            if out is not None:
+                out.no_grad, out.silent = no_grad, silent
+            return out
         if is_true(test) or self.is_callable_object(test):  # `if act_layer:` on a class: true
             return self.exec_block(s.body, st, fr)
         if is_false(test) or (isinstance(test, Const) and test.known and test.value is None):
@@ -861,6 +870,20 @@ def _jumps(node: ast.For | ast.AsyncFor) -> bool:
                 stack.extend(x.orelse)  # (an else clause of an inner loop belongs to this one)
             continue
         stack.extend(ast.iter_child_nodes(x))
+    return False
+
+
+def _eval_only(test: ast.expr) -> bool:
+    """Does the test hold only when a module is not training: `not self.training`, `self.training is False`, or
+    an `and` with one of those?"""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return isinstance(test.operand, ast.Attribute) and test.operand.attr == "training"
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(_eval_only(v) for v in test.values)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Is, ast.Eq)):
+        a, b = test.left, test.comparators[0]
+        return any(isinstance(x, ast.Attribute) and x.attr == "training" and isinstance(y, ast.Constant)
+                   and y.value is False for x, y in ((a, b), (b, a)))
     return False
 
 
