@@ -485,8 +485,9 @@ class Statements(AnalyzerCore):
         split: FlagKey | None = getattr(s, "_gg_split", None)
         no_grad, silent = st.no_grad, st.silent
         body_st = st.branch()
-        if not recording_allows(test, True):
-            # `if not x.requires_grad:`: this branch only runs without autograd, and nothing there breaks it
+        if not recording_allows(test, True) or _eval_only(s.test):
+            # `if not x.requires_grad:`: this branch only runs without autograd, and nothing there breaks it (nor
+            # does `if not self.training and self.prefilter:` with the prefilter flag not known)
             body_st.no_grad = body_st.silent = True
         self.attr_logs.append((next_id(), []))
         if split is not None:
