@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import itertools
 from typing import Any
 
 from gradguard.analysis.common import (
@@ -319,7 +320,7 @@ class Expressions(AnalyzerCore):
         if not all(isinstance(t, T) and not t.maybe_tensor and t.storages for t in ts):
             return None
         answers: list[bool] = []
-        for a, b in zip(ts, ts[1:]):
+        for a, b in itertools.pairwise(ts):
             assert isinstance(a, T) and isinstance(b, T)
             if a.storages.isdisjoint(b.storages):
                 answers.append(False)

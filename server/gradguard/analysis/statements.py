@@ -472,11 +472,11 @@ class Statements(AnalyzerCore):
         if is_true(test) and _eval_only(s.test) and not st.silent:
             # `if not self.training and self.prefilter:` on a module known to be in eval mode: an inference branch,
             # silent as it is when the mode is not known (see recording_allows)
-            no_grad, silent = st.no_grad, st.silent
+            was_no_grad = st.no_grad
             st.no_grad = st.silent = True
             out = self.exec_block(s.body, st, fr)
             if out is not None:
-                out.no_grad, out.silent = no_grad, silent
+                out.no_grad, out.silent = was_no_grad, False
             return out
         if is_true(test) or self.is_callable_object(test):  # `if act_layer:` on a class: true
             return self.exec_block(s.body, st, fr)
