@@ -76,6 +76,8 @@ MODULE_API = frozenset({
     "register_forward_pre_hook", "register_full_backward_hook", "extra_repr", "share_memory", "xpu", "ipu",
 })
 _CONTAINERS = frozenset({"sequential", "modulelist", "moduledict"})
+_MODULE_KINDS = _CONTAINERS | {"torch", "local"}
+_MODULE_TABLES = frozenset({"_parameters", "_buffers", "_modules"})
 _CONTAINER_API = frozenset({"append", "extend", "insert", "pop", "index", "count", "keys", "values", "items", "update",
                             "clear", "copy", "get", "setdefault"})
 # tensor methods code reads as values without calling them (bound methods passed on): not properties
@@ -423,7 +425,15 @@ class Expressions(AnalyzerCore):
                 and getattr(self.lookup("globals", st, fr), "qual", None) == "builtins.globals":
             got = self.dynamic_global(n.slice, self.ev_nograd(n.slice, st, fr), fr)  # `globals()[kind + "Net"]`
             return got if got is not None else UNKNOWN
-        base = self.ev(n.value, st, fr)
+        if isinstance(n.value, ast.Attribute) and n.value.attr in _MODULE_TABLES:
+            # `module._parameters["weight"]`: the registry nn.Module's attribute lookup reads, i.e. `module.weight`
+            owner = self.ev(n.value.value, st, fr)
+            name = known_str(self.ev_nograd(n.slice, st, fr))
+            if isinstance(owner, Obj) and owner.kind in _MODULE_KINDS and name is not None:
+                return self.getattr(owner, name, n, st)
+            base = self.getattr(owner, n.value.attr, n.value, st)
+        else:
+            base = self.ev(n.value, st, fr)
         idx = self.ev_nograd(n.slice, st, fr) if not isinstance(n.slice, ast.Constant) else Const(n.slice.value)
         if isinstance(base, T) and (base.maybe_tensor or (isinstance(idx, Const) and idx.known and isinstance(
                 idx.value, str))):

@@ -269,11 +269,37 @@ class NNModules(Summaries):
             handle = Obj("hook_handle", "RemovableHandle")
             handle.cfg["module"] = o  # type: ignore[assignment]
             return handle
+        if name in _FORWARD_HOOKS and o.kind in ("torch", "sequential", "modulelist", "local") and pos:
+            # from here on its calls run the hook: a pre-hook on (module, args) before forward, a hook on
+            # (module, args, output) after it; what either returns, when not None, replaces the args or the output
+            key = _FORWARD_HOOKS[name]
+            with_kwargs = kw.get("with_kwargs")
+            entry = Seq.of((pos[0], Const(isinstance(with_kwargs, Const) and with_kwargs.value is True)))
+            prev = o.cfg.get(key)
+            hooks = prev.items if isinstance(prev, Seq) and prev.items is not None else ()
+            if len(hooks) < MAX_FORWARD_HOOKS:
+                self.touched(o)
+                o.cfg[key] = Seq.of((*hooks, entry))
+            handle = Obj("hook_handle", "RemovableHandle")
+            handle.cfg["module"] = o  # type: ignore[assignment]
+            handle.cfg["hook"] = entry
+            return handle
         if o.kind == "hook_handle" and name == "remove":
             # `handle.remove()`: the module's calls wrap nothing any more (Grad-CAM removes its hooks when done)
             m = o.cfg.get("module")
             if isinstance(m, Obj):
-                m.cfg.pop("full_backward_hook", None)
+                self.touched(m)
+                entry = o.cfg.get("hook")
+                if entry is None:
+                    m.cfg.pop("full_backward_hook", None)
+                for key in _FORWARD_HOOKS.values():
+                    cur = m.cfg.get(key)
+                    if entry is not None and isinstance(cur, Seq) and cur.items is not None:
+                        rest = tuple(h for h in cur.items if h is not entry)
+                        if rest:
+                            m.cfg[key] = Seq.of(rest)
+                        else:
+                            m.cfg.pop(key, None)
             return NONE
         if o.kind == "opaque":
             if name == "parameters":
@@ -629,6 +655,42 @@ class NNModules(Summaries):
 
     def call_obj(self, o: Obj, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State, fr: Frame,
                  in_seq: Obj | None) -> Val:
+        pre, post = o.cfg.get("forward_pre_hooks"), o.cfg.get("forward_hooks")
+        if isinstance(pre, Seq) or isinstance(post, Seq):
+            return self._hooked_call(o, pre, post, pos, kw, n, st, fr, in_seq)
+        return self._backward_hooked_call(o, pos, kw, n, st, fr, in_seq)
+
+    def _hooked_call(self, o: Obj, pre: Val | None, post: Val | None, pos: list[Val], kw: dict[str, Val],
+                     n: ast.Call, st: State, fr: Frame, in_seq: Obj | None) -> Val:
+        """``module(x)`` with forward hooks registered, as ``Module._call_impl`` runs them: each pre-hook gets
+        (module, args) (and kwargs, if registered ``with_kwargs``) and may return new args; then forward; then each
+        hook gets (module, args, output) and may return a new output."""
+        for entry in _hook_entries(pre):
+            hook, with_kwargs = entry
+            args = Seq.of(tuple(pos))
+            if with_kwargs:
+                got = self.call(hook, [o, args, Seq(None, UNKNOWN, "dict")], {}, n, st, fr)
+                if isinstance(got, Seq) and got.items is not None and len(got.items) == 2 \
+                        and isinstance(got.items[0], Seq) and got.items[0].items is not None:
+                    pos = list(got.items[0].items)
+            else:
+                got = self.call(hook, [o, args], {}, n, st, fr)
+                if isinstance(got, Seq) and got.kind == "tuple" and got.items is not None:
+                    pos = list(got.items)
+                elif isinstance(got, T):
+                    pos = [got]
+        out = self._backward_hooked_call(o, pos, kw, n, st, fr, in_seq)
+        for entry in _hook_entries(post):
+            hook, with_kwargs = entry
+            args = Seq.of(tuple(pos))
+            extra: list[Val] = [Seq(None, UNKNOWN, "dict")] if with_kwargs else []
+            got = self.call(hook, [o, args, *extra, out], {}, n, st, fr)
+            if isinstance(got, (T, Seq)):
+                out = got
+        return out
+
+    def _backward_hooked_call(self, o: Obj, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State, fr: Frame,
+                              in_seq: Obj | None) -> Val:
         hook = o.cfg.get("full_backward_hook")
         if isinstance(hook, Const) and not st.no_grad:
             # A module with a full backward hook runs its inputs, and then its outputs, through BackwardHookFunction,
@@ -1185,3 +1247,19 @@ def _field_source(o: Obj) -> T | None:
             return src
         cur = cur.cfg.get("parent")
     return None
+
+
+_FORWARD_HOOKS = {"register_forward_pre_hook": "forward_pre_hooks", "register_forward_hook": "forward_hooks"}
+MAX_FORWARD_HOOKS = 4
+
+
+def _hook_entries(hooks: Val | None) -> list[tuple[Val, bool]]:
+    """The (hook, with_kwargs) pairs a module's ``forward_hooks`` or ``forward_pre_hooks`` entry holds."""
+    if not isinstance(hooks, Seq) or hooks.items is None:
+        return []
+    out = []
+    for e in hooks.items:
+        if isinstance(e, Seq) and e.items is not None and len(e.items) == 2:
+            flag = e.items[1]
+            out.append((e.items[0], isinstance(flag, Const) and flag.value is True))
+    return out

@@ -265,7 +265,9 @@ class Summaries(SharedSummaries):
         ents = o.entries
         ekey = (len(ents.items) if isinstance(ents, Seq) and ents.items is not None else -1,
                 len(ents.alts) if isinstance(ents, Alt) else 0)
-        return (o.kind, o.training, o.inplace, ekey, attrs, params, "full_backward_hook" in o.cfg)
+        hooks = tuple(len(h.items) if isinstance(h, Seq) and h.items is not None else 0
+                      for h in (o.cfg.get("forward_pre_hooks"), o.cfg.get("forward_hooks")))
+        return (o.kind, o.training, o.inplace, ekey, attrs, params, "full_backward_hook" in o.cfg, hooks)
 
     # ------------------------------------------------------------------ recording
     def summarised(self, key: Hashable | None, pos: list[Val], kw: dict[str, Val], st: State,
