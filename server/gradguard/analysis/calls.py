@@ -943,7 +943,18 @@ class Calls(AnalyzerCore):
                     f = "module_call"
                     ex = (*ex, ("kw_span", module.kw_site or module.ctor), ("ctor_span", module.ctor),
                           ("positional", module.positional))
-                    if module.kw_site is not None and not _within(module.kw_site, module.ctor):
+                    if module.kw_site is not None and not _within(module.kw_site, module.ctor) \
+                            and module.kw_site.path == self.mod.path:
+                        # the flag was turned on after the layer was made (`m.inplace = True` in a loop over the
+                        # model's modules, a partial's keyword): that line is what makes this call write in place,
+                        # and what a fix changes. The finding sits there (when it is in this file: findings stay
+                        # in the file of the write); the call is a related place.
+                        site = module.kw_site
+                        ex = (*ex, ("called_at", self.site(n)))
+                        related = ((self.site(n), f"{display} is called here, in place"),)
+                        if module.ctor is not None:
+                            related += ((module.ctor, f"{display} was created here"),)
+                    elif module.kw_site is not None and not _within(module.kw_site, module.ctor):
                         related = ((module.kw_site, f"{display}: its `inplace` flag is set to True here"),)
                         if module.ctor is not None:
                             related += ((module.ctor, f"{display} was created here"),)

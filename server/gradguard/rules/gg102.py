@@ -93,6 +93,8 @@ h.sum().backward()
             return (f"{h.op} renormalizes the rows it looks up in `{h.target}` in place on every call, but {r.op} "
                     f"({at(r.site, h)}) saved that weight for backward")
         out = output_phrase(r)
+        call = h.get("called_at")
+        op = f"{h.op}, called at {at(call, h)}," if call is not None else h.op  # (the finding is on its flag)
         if out is not None:
-            return f"{h.op} overwrites {out} of {r.op} ({at(r.site, h)}), which {r.op} saved for backward"
-        return f"{h.op} overwrites `{h.target}`, which {r.op} ({at(r.site, h)}) saved for backward"
+            return f"{op} overwrites {out} of {r.op} ({at(r.site, h)}), which {r.op} saved for backward"
+        return f"{op} overwrites `{h.target}`, which {r.op} ({at(r.site, h)}) saved for backward"
