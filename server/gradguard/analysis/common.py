@@ -24,6 +24,8 @@ from gradguard.analysis.values import (
 )
 
 MAX_DEPTH = 6
+# keywords that ask a function to write into its argument (`normalize(x, mean, std, inplace=True)`)
+FLAG_KEYWORDS = frozenset({"inplace"})
 MAX_APPLY = 64  # module.apply(fn): at most this many submodules are visited
 STANDALONE_DEPTH = 3  # a function analysed on its own inlines 3 levels of callees (they are analysed on their own too)
 # Code in other modules (the project's and libraries') is followed into, within a budget of abstract statements:

@@ -81,7 +81,8 @@ class AnalyzerCore:
         self.entry_args: tuple[tuple[Val, Site], ...] = ()  # that call's arguments: (value, where it is written)
         # [marker, pure, cut, stamp at the call] of the calls being summarised, outermost first
         self.recording: list[list[Any]] = []
-        self.call_chain: list[tuple[FuncInfo, Site, str]] = []  # calls being followed (callee, call, what it calls)
+        # calls being followed: (callee, call, what it calls, its `inplace=True` keyword if it has one, its statement)
+        self.call_chain: list[tuple[FuncInfo, Site, str, Site | None, Site]] = []
         self.call_stmts: list[Site] = []  # the statements of calls between this file's functions being followed
         self.fp32_files: dict[str, bool] = {}  # module path -> its float tensors are float32 (see Calls.float32)
         self.backwards = 0  # backward() calls seen so far
@@ -226,7 +227,10 @@ class AnalyzerCore:
         if self.quiet:
             return
         self.reported += 1
-        passed = self.passed_at(h)
+        flagged = self.flagged_call(h)
+        if flagged is not None:
+            h = flagged
+        passed = self.passed_at(h) if flagged is None else None
         if passed is not None:
             h = replace(h, related=(*h.related, passed))
         if h.site.path and self.file:
@@ -316,6 +320,23 @@ class AnalyzerCore:
         if hit is None:
             return None
         return hit[1], f"`{hit[2]}` is called here with a tensor that {r.op} saved"
+
+    def flagged_call(self, h: Hazard) -> Hazard | None:
+        """A write inside a called function into a tensor an op outside it saved, made by a call that asked for it
+        with ``inplace=True`` (``normalize(fake, mean, std, inplace=True)``, whose body writes into its argument only
+        when told to): the hazard of that keyword at that call (outermost such call), as for ``F.relu(x,
+        inplace=True)``. The function is fine; the call's flag is the bug, and what a fix changes."""
+        if h.kind != "saved" or not h.saves or not self.call_chain:
+            return None
+        r = h.saves[0]
+        for fi, call, callee, flag, stmt in self.call_chain:
+            if flag is None or _inside(r.site, fi) or call.path != flag.path:
+                continue
+            return Hazard("saved", "inplace_kwarg", call, stmt, f"{callee}(inplace=True)", h.target, h.saves,
+                          ((h.site, f"{h.op} writes into `{h.target}` in place here, as `inplace=True` asks"),
+                           *h.related),
+                          (("kw_span", flag), ("ctor_span", call), ("positional", False), ("inner_op", h.op)))
+        return None
 
     def unsummarised(self) -> None:
         """A call was cut short here by the budget for other modules' code: the calls in progress gave what they gave

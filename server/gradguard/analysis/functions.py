@@ -6,6 +6,7 @@ import ast
 from typing import Any
 
 from gradguard.analysis.common import (
+    FLAG_KEYWORDS,
     MAX_DEPTH,
     SMALL_FOREIGN,
     SMALL_FOREIGN_SLACK,
@@ -108,7 +109,10 @@ class Functions(Summaries):
         place = self.place_of(fi) if fi.mod is not None and not fi.mod.is_root else None
         if n is not None:
             callee = self.text(n.func) if isinstance(n, ast.Call) else ""
-            self.call_chain.append((fi, self.site(n), callee or fi.qual))
+            flag = next((k for k in n.keywords if k.arg in FLAG_KEYWORDS and isinstance(k.value, ast.Constant)
+                         and k.value.value is True), None) if isinstance(n, ast.Call) else None
+            self.call_chain.append((fi, self.site(n), callee or fi.qual,
+                                    self.site(flag) if flag is not None else None, self.stmt_site()))
             local = self.entry is None and self.mod.is_root and (fi.mod is None or fi.mod.is_root)
             if local:
                 self.call_stmts.append(self.stmt_site())
