@@ -18,7 +18,9 @@ also saves its own output, so two in-place ops in a row (`LeakyReLU(inplace=True
 The flag counts wherever it is given: in the constructor, in a `functools.partial(nn.ReLU, inplace=True)` that a
 factory calls, or set on the layer after construction (`m.inplace = True`, often over `self.modules()` of the whole
 model, however many modules it has, or with `model.apply(fn)` to save memory). The finding points at the place
-the flag comes from.
+the flag comes from: the constructor, the `m.inplace = True` line (the call that then writes in place is a related
+location), or the call of a helper of your own that writes into its argument only when asked
+(`normalize(fake, mean, std, inplace=True)`, `hard_swish(h, inplace=True)`): the helper is fine, the flag is not.
 
 An in-place `leaky_relu` (or an evaluation-mode `rrelu_`) with a negative slope breaks on its own: its
 backward reads the sign of the input from the output it overwrote, which a negative slope makes ambiguous,
@@ -52,6 +54,19 @@ x = torch.randn(4, 8, requires_grad=True)
 h = F.linear(x, torch.randn(8, 8))
 h = F.leaky_relu(h, -0.2, inplace=True)  # a negative slope: the in-place backward cannot recover the sign
 h.sum().backward()
+""", """
+import torch
+
+
+def hard_swish(x, inplace=False):
+    inner = torch.clamp(x + 3.0, 0.0, 6.0) / 6.0
+    return x.mul_(inner) if inplace else x.mul(inner)
+
+
+x = torch.randn(4, 8, requires_grad=True)
+h = torch.tanh(x)
+out = hard_swish(h, inplace=True)  # tanh saved its output; the helper writes into it when asked
+out.sum().backward()
 """)
     VALID = ("""
 import torch
