@@ -771,7 +771,7 @@ class Calls(AnalyzerCore):
             if isinstance(v, T) and not v.made:
                 continue
             for t in tensors_in(v):
-                if t.view != "multi" or not t.made or t.rg != YES or t.maybe_tensor:
+                if not t.made or t.maybe_tensor or not ((t.view == "multi" and t.rg == YES) or t.view == "nograd"):
                     continue
                 for rec in self.recording:
                     if t.made < rec[3]:
@@ -781,8 +781,10 @@ class Calls(AnalyzerCore):
                 if not st.heap.wrote and not st.heap.steps:
                     continue
                 w = self.stale_view(t, st)
-                if w is None:
+                if w is None or (t.made, w[0]) in self.stale_reported:
                     continue
+                if not st.silent:
+                    self.stale_reported.add((t.made, w[0]))
                 if isinstance(n, ast.Call):
                     text = self._arg_text(n, info, name, receiver_node)
                 elif isinstance(n, ast.BinOp):
@@ -791,12 +793,15 @@ class Calls(AnalyzerCore):
                     text = ""
                 text = text if text and len(text) <= 40 else self.text(n)[:40]
                 related: tuple[tuple[Site, str], ...] = ()
+                nograd = t.view == "nograd"
                 if t.view_site is not None:
-                    related += ((t.view_site, f"the views were made here ({t.view_op})"),)
-                related += ((w[0], f"{w[1]} modifies the tensor they view in place here"),)
+                    related += ((t.view_site, "the view was made here, with grad off" if nograd
+                                 else f"the views were made here ({t.view_op})"),)
+                related += ((w[0], f"{w[1]} modifies the tensor {'it views' if nograd else 'they view'} in place here"),)
                 self.report(Hazard("view_stale", "use", self.site(n), self.stmt_site(), display, text,
                                    related=related, extra=(("view_op", t.view_op), ("write_op", w[1]),
-                                                           ("write_site", w[0]), ("view_site", t.view_site))))
+                                                           ("write_site", w[0]), ("view_site", t.view_site),
+                                                           ("nograd", nograd))))
                 return
 
     def apply(self, info: OpInfo, pos: list[Val], kw: dict[str, Val], n: ast.AST, st: State, fr: Frame, *,
@@ -1032,8 +1037,7 @@ class Calls(AnalyzerCore):
                    view_op=f"{display}()" if info.multi_output_view else base.view_op or display,
                    prov=prov, alias_of=base.alias_of, alias_site=base.alias_site, origin=display,
                    view_site=self.site(n), noncontig=_strided(info, bound, base),
-                   made=(self.stamp if info.multi_output_view else base.made)
-                   if view == "multi" and base.rg == YES and not base.maybe_tensor else 0, cplx=cplx)
+                   made=_made(view, base, self.stamp, bool(info.multi_output_view)), cplx=cplx)
             if info.multi_output_view:
                 return Seq(None, vt, "tuple")
             res = vt
@@ -1484,3 +1488,16 @@ def _returned_only(node: ast.AST) -> frozenset[str]:
 def _within(inner: Site, outer: Site | None) -> bool:
     return outer is not None and inner.path == outer.path and \
         (outer.line, outer.col) <= (inner.line, inner.col) and (inner.end_line, inner.end_col) <= (outer.end_line, outer.end_col)
+
+
+def _made(view: str, base: T, now: int, multi_output: bool) -> int:
+    """When a view that can go stale was made (see Analyzer.stale_view): one of several views of a tensor that
+    requires grad, or a view made with grad off of one that does (and views of such views, which share their
+    base's fate); 0 for any other view."""
+    if base.maybe_tensor:
+        return 0
+    if view == "multi":
+        return (now if multi_output else base.made) if base.rg == YES else 0
+    if view == "nograd":
+        return base.made if base.view == "nograd" else now if base.rg == YES else 0
+    return 0

@@ -92,6 +92,9 @@ class AnalyzerCore:
         self.shared_files: set[str] = set()  # modules read by the project's kept calls replayed here (.shared)
         self.reported = 0  # hazards reported so far (a kept call reported none)
         self.hazards: dict[tuple[Any, ...], Hazard] = {}
+        # stale views reported: (when the view was made, where its tensor was written), one finding per pair (the
+        # first op that reads it raises; what a later op derives from it never exists)
+        self.stale_reported: set[tuple[Any, Any]] = set()
         self.stamp = 0
         # (owner, stamp) of a graph's provenance -> where that graph took the owner's parameters in: the calls being
         # followed and the statement. GG202 points at the one in the step's file, the forward the step made stale.

@@ -453,10 +453,12 @@ class Expressions(AnalyzerCore):
             view = ("nograd" if base.rg >= MAYBE else "nograd_if") \
                 if st.no_grad and not base.maybe_tensor and (base.rg >= MAYBE or not st.silent) else (
                 base.view if base.view in SPECIAL_VIEWS else "view")
+            made = (base.made if base.view == "nograd" else self.stamp if base.rg == YES else 0) \
+                if view == "nograd" and not base.maybe_tensor else 0  # (see calls._made)
             return T(base.storages, rg=NO if st.no_grad else base.rg, leaf=base.leaf, view=view,
                      view_op=base.view_op or "indexing", maybe_tensor=base.maybe_tensor, prov=base.prov,
                      alias_of=base.alias_of, alias_site=base.alias_site, origin="indexing", view_site=self.site(n),
-                     noncontig=base.noncontig or _strided_index(n.slice))
+                     noncontig=base.noncontig or _strided_index(n.slice), made=made)
         if isinstance(base, Seq):
             if isinstance(n.value, ast.Name) and isinstance(n.slice, ast.Name):
                 w = st.env.get(written_key(n.value.id, n.slice.id))

@@ -879,6 +879,14 @@ def _stale_views(ctx: Ctx) -> list[Fix]:
     vs = _sp(ctx.ex.get("view_site"))
     if vs is None:
         return []
+    if ctx.ex.get("nograd"):
+        # a view made with grad off, meant as a constant: `.detach()` it where it is made. The detached tensor still
+        # views the same memory (the same values, after the write too) and never required grad: same forward, same
+        # gradients, and nothing left for torch to refuse.
+        if vs.line != vs.end_line:
+            return []
+        return [Fix("Detach the view where it is made (the same values; it never required grad)", True,
+                    (_insert(vs.end_line, vs.end_column, ".detach()"),), kind="detach-view")]
     text = ctx.text(vs)
     try:
         expr = ast.parse(text.strip(), mode="eval").body

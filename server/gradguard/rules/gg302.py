@@ -44,6 +44,11 @@ multi-output view: *Output 0 of UnbindBackward0 is a view and its base or anothe
 modified inplace*. The classic case keeps `list(weight)` (the rows of a Parameter) for a regulariser across
 training steps. Reading the views with grad off, or writing through `.data`, is fine.
 
+A view made under `no_grad` (or `inference_mode`) of a tensor that requires grad goes stale the same way: once
+that tensor is written in place (in any mode), using the view in an op with grad on raises *A view was created in
+no_grad mode and its base or another view of its base has been modified inplace with grad mode enabled*. It was
+meant as a constant; take it as one with `.detach()` where it is made (the same values, still no gradient).
+
 `detach_()` on any view (`x[0]`, `x.view(-1)`, `x.t()`, a `split` output) raises *Can't detach views in-place.
 Use detach() instead*, with or without grad: the view shares its autograd metadata with its base.
 """
@@ -157,6 +162,10 @@ for _ in range(2):
             wop = wop if " " in wop else f"`{wop}`"
             vs, ws = h.get("view_site"), h.get("write_site")
             made = f" ({_where(vs, h.site)})" if vs is not None else ""
+            if h.get("nograd"):
+                return (f"{h.op} uses `{h.target}`, a view made with grad off{made} of a tensor that requires grad, "
+                        f"after {wop} ({_where(ws, h.site)}) modified the tensor it views in place: with grad on, "
+                        f"torch refuses to use such a view, and raises here")
             return (f"{h.op} uses `{h.target}`, one of several views returned by {src}{made}, after {wop} "
                     f"({_where(ws, h.site)}) modified the tensor they view in place: torch cannot rebuild the graph of "
                     f"a multi-output view, and raises here")
