@@ -1012,6 +1012,10 @@ class Calls(AnalyzerCore):
         else:
             any_out = any_rg
         out_rg = YES if any_out and grad_on and info.output_requires_grad else NO
+        if not info.output_requires_grad and not info.mutates and not info.view_of and not info.multi_output_view:
+            # `torch.ones_like(pred)`, `logits.argmax(1)`, `x > 0`: a result that never requires grad holds no graph,
+            # so no module's parameters either (a target made like a prediction is not computed from it)
+            prov = frozenset()
         if mutated is not None:
             res: Val = mutated.with_(rg=max(mutated.rg, out_rg) if grad_on else mutated.rg, prov=mutated.prov | prov)
         elif out_t is not None:
