@@ -451,7 +451,7 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
             tree = src.tree
             outer, self.context_deps = self.context_deps, set()
             try:
-                src._ng_only = _ng_only_lines(src.lines, self._ng_seeds(tree, src.library) if tree is not None
+                src._ng_only = _ng_only_lines(src.lines, self._ng_seeds(tree, src.library, src.path) if tree is not None
                                               else frozenset(), None if src.library else self._used_elsewhere(src.path))
                 src.extra["ng_only_generation"] = gen
                 src.extra["ng_only_deps"] = frozenset(self.context_deps)
@@ -483,13 +483,13 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         """The seeds of the checked file's no-grad-only scan, and the scan without seeds or vetoes when the
         workspace index already made it of this very text (the file being typed in); once per analysis."""
         if self._ng_inputs is None:
-            seeds = self._ng_seeds(self.tree, False)
+            seeds = self._ng_seeds(self.tree, False, self.file)
             scanned = self.project.callers.ng_only_of(self.file, self.lines) \
                 if self.project is not None and self.file and not seeds else None
             self._ng_inputs = (seeds, scanned)
         return self._ng_inputs
 
-    def _ng_seeds(self, tree: ast.Module, library: bool) -> frozenset[int]:
+    def _ng_seeds(self, tree: ast.Module, library: bool, path: str = "") -> frozenset[int]:
         """The defs in ``tree`` that the workspace only ever uses under no_grad, from other files too: functions
         and methods by name; a class's ``forward`` when its instances are only called under no_grad."""
         if self.project is None or library:
@@ -497,15 +497,15 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         index = self.project.callers
         out: set[int] = set()
 
-        def only(name: str, is_class: bool) -> bool:
-            if not index.only_under_no_grad(name, is_class):
+        def only(name: str, is_class: bool, home: str = "") -> bool:
+            if not index.only_under_no_grad(name, is_class, home):
                 return False
-            self.context_deps.update(index.witnesses(name, is_class))
+            self.context_deps.update(index.witnesses(name, is_class, home))
             return True
 
         for node in tree.body:
             if isinstance(node, ast.ClassDef):
-                whole = only(node.name, True)
+                whole = only(node.name, True, path)
                 for m in node.body:
                     if not isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)):
                         continue
@@ -514,7 +514,7 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
                             out.add(m.lineno)
                     elif not m.name.startswith("__") and only(m.name, False):
                         out.add(m.lineno)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and only(node.name, False):
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and only(node.name, False, path):
                 out.add(node.lineno)
         return frozenset(out)
 

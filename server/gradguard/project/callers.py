@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from gradguard.project.sources import SourceFile
 
 _WORDS = re.compile(r"\w+")
-_TOP_DEF = re.compile(r"^(?:async\s+)?def\s+(\w+)", re.M)
+_TOP_DEF = re.compile(r"^(?:(?:async\s+)?def|class)\s+(\w+)", re.M)
 MAX_FILES = 2_000  # a larger workspace is not indexed: its functions keep the contexts their own file shows
 _MARKERS = ("no_grad", "inference_mode", "set_grad_enabled", "(ctx")  # ("(ctx": an autograd.Function's forward)
 
@@ -75,7 +75,8 @@ class _Entry:
         return name in self._words
 
     def defines_top(self, name: str) -> bool:
-        """Does the file define a module-level function ``name`` (``def name(`` at column 0)?"""
+        """Does the file define a module-level function or class ``name`` (``def name(``, ``class name`` at column
+        0)?"""
         if self._tops is None:
             self._tops = {m.group(1) for m in _TOP_DEF.finditer(self.sf.text)}
         return name in self._tops
@@ -102,8 +103,8 @@ class CallerIndex:
         self._generation = -1
         self._candidates: set[str] = set()  # names used inside no_grad code somewhere
         self._marked: set[str] = set()  # the files that mention no_grad (their scans give the candidates)
-        self._answers: dict[tuple[str, bool], bool] = {}
-        self._witnesses: dict[tuple[str, bool], list[str]] = {}
+        self._answers: dict[tuple[str, bool, str], bool] = {}
+        self._witnesses: dict[tuple[str, bool, str], list[str]] = {}
         self._differentiated: dict[str, list[str]] = {}  # callee name -> the files that differentiate its results
         self._outside: dict[tuple[str, str, bool], list[str]] = {}  # (name, asking file, top-level) -> a caller with grad
         # (name, asking file, top-level) -> the files passed over for defining a module-level `name` of their own
@@ -174,17 +175,19 @@ class CallerIndex:
                     cands.update(cls for var, cls in scan.bound if var in scan.inside)
             self._candidates = cands
 
-    def only_under_no_grad(self, name: str, is_class: bool) -> bool:
+    def only_under_no_grad(self, name: str, is_class: bool, home: str = "") -> bool:
         """Is every use of ``name`` in the workspace inside no_grad code, with at least one use? For a class
         (``is_class``), a name bound to an instance of it (``self.tracer = Cls(...)``, ``tracer: Cls``) counts as
-        its use: that name must be used only under no_grad in its file."""
+        its use: that name must be used only under no_grad in its file. ``home``: the file that defines ``name``
+        at module level; another file that defines a module-level class or function of that name itself uses its
+        own (sibling scripts each with their own `Model` or `train`), not this one."""
         self._refresh()
         if name not in self._candidates:
             return False
-        key = (name, is_class)
+        key = (name, is_class, home)
         got = self._answers.get(key)
         if got is None:
-            got = self._answers[key] = self._decide(name, is_class)
+            got = self._answers[key] = self._decide(name, is_class, home)
         return got
 
     def differentiated(self, name: str) -> list[str]:
@@ -235,19 +238,21 @@ class CallerIndex:
         asking file's function), so the editor re-checks the asking file when one of them changes."""
         return list(self._siblings.get((name, skip, top_level), ()))
 
-    def witnesses(self, name: str, is_class: bool) -> list[str]:
+    def witnesses(self, name: str, is_class: bool, home: str = "") -> list[str]:
         """The files whose uses made ``name`` no_grad-only: a change to one of them can change the answer (the
         result cache and the editor's re-checks count them among the asking file's dependencies)."""
-        return self._witnesses.get((name, is_class), [])
+        return self._witnesses.get((name, is_class, home), [])
 
-    def _decide(self, name: str, is_class: bool) -> bool:
+    def _decide(self, name: str, is_class: bool, home: str = "") -> bool:
         used = False
         seen: list[str] = []
-        self._witnesses[(name, is_class)] = seen
+        self._witnesses[(name, is_class, home)] = seen
         for path, e in self._entries.items():
             if not e.uses(name):
                 continue
-            seen.append(path)
+            seen.append(path)  # (a file passed over for its own definition is a witness too: it may drop it)
+            if home and path != home and e.defines_top(name):
+                continue
             scan = e.scanned()
             if name in scan.outside:
                 return False
