@@ -172,12 +172,17 @@ def test_an_inplace_flag_given_in_a_partial_points_at_the_partial() -> None:
 
 
 def test_an_inplace_flag_switched_after_construction_points_at_the_switch() -> None:
+    """`m.inplace = True` over the model's modules: the finding is on that line (what makes the call write in place,
+    and what the fix changes); the call that then writes in place is related."""
     path = FIXTURES / "gg102" / "pos_dropout_switched_inplace_over_modules.py"
     text = path.read_text()
-    switch = next(i for i, line in enumerate(text.splitlines(), 1) if "m.inplace = True" in line)
+    lines = text.splitlines()
+    switch = next(i for i, line in enumerate(lines, 1) if "m.inplace = True" in line)
+    call = next(i for i, line in enumerate(lines, 1) if "return self.drop(h)" in line)
     found = check_source(text, str(path))
-    assert (path.name, switch, "Dropout(inplace=True): its `inplace` flag is set to True here") in \
-        _related(found, "GG102")
+    assert [f.line for f in found if f.code == "GG102"] == [switch]
+    assert (path.name, call, "Dropout(inplace=True) is called here, in place") in _related(found, "GG102")
+    assert f"called at line {call}" in next(f.message for f in found if f.code == "GG102")
     fix = next(x for f in found if f.code == "GG102" for x in f.fixes if x.preferred)
     assert fix.kind == "remove-inplace" and [(e.line, e.text) for e in fix.edits] == [(switch, "False")]
 
