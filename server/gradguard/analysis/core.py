@@ -155,6 +155,7 @@ class AnalyzerCore:
         self.reach_unknown = False  # the run reused a result computed while nothing was recorded
         self.entry_log: list[Hazard] | None = None
         self._reach: BackwardReach | None = None  # see unreached
+        self._reach_of: dict[str, BackwardReach | None] = {}  # the same, for other modules' functions
         # (call, effects before it): a pure helper of this file returned no tensor, so the call cuts the graph
         self.pure_cut: tuple[ast.AST, int] | None = None
 
@@ -542,9 +543,26 @@ class AnalyzerCore:
 
     def unreached(self, site: Site, recs: list[SaveRecord]) -> bool:
         """The write at ``site`` is in a function whose backwards cannot reach the ops of ``recs`` (see .reach)."""
-        if site.path:
+        if not site.path:
+            return self.backward_reach().unreached(site, recs)
+        # A write in another module's function, into what an op of that same function saved: whether what the op
+        # made leaves that function is a question of its own text (`probs = torch.exp(lp).clamp_(0, 1)`, read only by
+        # `torch.bernoulli(probs).byte()`: exp's node is reached by no backward, whoever calls the function).
+        if any(r.site.path != site.path for r in recs):
             return False
-        return self.backward_reach().unreached(site, recs)
+        reach = self._reach_of.get(site.path, False)
+        if reach is False:
+            reach = self._reach_of[site.path] = self._module_reach(site.path)
+        if reach is None:
+            return False
+        return reach.unreached(replace(site, path=""), [replace(r, site=replace(r.site, path=""), view=None)
+                                                        for r in recs])
+
+    def _module_reach(self, path: str) -> BackwardReach | None:
+        ctx = self.loaded.get(path)
+        src = ctx.source if ctx is not None else None
+        tree = src.tree if src is not None else None
+        return BackwardReach(tree, None, self.kb.get) if tree is not None else None
 
     def backward_reach(self) -> BackwardReach:
         if self._reach is None:
