@@ -6,6 +6,8 @@
 import torch
 import torch.nn as nn
 
+torch.manual_seed(0)
+
 
 class Forecaster(nn.Module):
     def __init__(self, dim=6, horizon=4):
