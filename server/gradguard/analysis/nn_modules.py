@@ -46,6 +46,7 @@ from gradguard.analysis.values import (
     UnknownT,
     Val,
     join,
+    next_id,
     ordered,
     owner_key,
     seq_elem,
@@ -274,7 +275,9 @@ class NNModules(Summaries):
             # (module, args, output) after it; what either returns, when not None, replaces the args or the output
             key = _FORWARD_HOOKS[name]
             with_kwargs = kw.get("with_kwargs")
-            entry = Seq.of((pos[0], Const(isinstance(with_kwargs, Const) and with_kwargs.value is True)))
+            # (hook, with_kwargs, a number the handle removes it by: copies of the module keep it)
+            entry = Seq.of((pos[0], Const(isinstance(with_kwargs, Const) and with_kwargs.value is True),
+                            Const(next_id())))
             prev = o.cfg.get(key)
             hooks = prev.items if isinstance(prev, Seq) and prev.items is not None else ()
             if len(hooks) < MAX_FORWARD_HOOKS:
@@ -292,10 +295,11 @@ class NNModules(Summaries):
                 entry = o.cfg.get("hook")
                 if entry is None:
                     m.cfg.pop("full_backward_hook", None)
+                number = _hook_number(entry)
                 for key in _FORWARD_HOOKS.values():
                     cur = m.cfg.get(key)
-                    if entry is not None and isinstance(cur, Seq) and cur.items is not None:
-                        rest = tuple(h for h in cur.items if h is not entry)
+                    if number is not None and isinstance(cur, Seq) and cur.items is not None:
+                        rest = tuple(h for h in cur.items if _hook_number(h) != number)
                         if rest:
                             m.cfg[key] = Seq.of(rest)
                         else:
@@ -361,7 +365,8 @@ class NNModules(Summaries):
         if name in ("to", "cuda", "cpu", "float", "double", "half", "bfloat16", "requires_grad_", "type"):
             return o
         if name == "forward":
-            return self.call_obj(o, pos, kw, n, st, fr, in_seq=None)
+            # (`module.forward(x)` runs forward alone: hooks are run by `module(x)`, Module._call_impl)
+            return self._call_obj(o, pos, kw, n, st, fr, in_seq=None)
         if name in ("register_buffer", "register_parameter", "add_module", "register_module", "append", "extend",
                     "insert"):
             self.touched(o)
@@ -1259,7 +1264,15 @@ def _hook_entries(hooks: Val | None) -> list[tuple[Val, bool]]:
         return []
     out = []
     for e in hooks.items:
-        if isinstance(e, Seq) and e.items is not None and len(e.items) == 2:
+        if isinstance(e, Seq) and e.items is not None and len(e.items) == 3:
             flag = e.items[1]
             out.append((e.items[0], isinstance(flag, Const) and flag.value is True))
     return out
+
+
+def _hook_number(entry: Val | None) -> object:
+    """The number a hook entry (see ``_hook_entries``) was registered under; None for anything else."""
+    if isinstance(entry, Seq) and entry.items is not None and len(entry.items) == 3:
+        num = entry.items[2]
+        return num.value if isinstance(num, Const) else None
+    return None
