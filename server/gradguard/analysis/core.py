@@ -316,7 +316,7 @@ class AnalyzerCore:
         if not h.saves or not self.call_chain or h.kind != "saved":
             return None
         r = h.saves[0]
-        hit: tuple[FuncInfo, Site, str] | None = None
+        hit: tuple[FuncInfo, Site, str, Site | None, Site] | None = None
         for link in reversed(self.call_chain):
             if _inside(r.site, link[0]):
                 break
@@ -334,7 +334,7 @@ class AnalyzerCore:
             return None
         r = h.saves[0]
         for fi, call, callee, flag, stmt in self.call_chain:
-            if flag is None or _inside(r.site, fi) or call.path != flag.path:
+            if flag is None or _inside(r.site, fi):
                 continue
             return Hazard("saved", "inplace_kwarg", call, stmt, f"{callee}(inplace=True)", h.target, h.saves,
                           ((h.site, f"{h.op} writes into `{h.target}` in place here, as `inplace=True` asks"),
@@ -550,9 +550,9 @@ class AnalyzerCore:
         # `torch.bernoulli(probs).byte()`: exp's node is reached by no backward, whoever calls the function).
         if any(r.site.path != site.path for r in recs):
             return False
-        reach = self._reach_of.get(site.path, False)
-        if reach is False:
-            reach = self._reach_of[site.path] = self._module_reach(site.path)
+        if site.path not in self._reach_of:
+            self._reach_of[site.path] = self._module_reach(site.path)
+        reach = self._reach_of[site.path]
         if reach is None:
             return False
         return reach.unreached(replace(site, path=""), [replace(r, site=replace(r.site, path=""), view=None)

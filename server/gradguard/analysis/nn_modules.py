@@ -292,10 +292,10 @@ class NNModules(Summaries):
             m = o.cfg.get("module")
             if isinstance(m, Obj):
                 self.touched(m)
-                entry = o.cfg.get("hook")
-                if entry is None:
+                registered = o.cfg.get("hook")
+                if registered is None:
                     m.cfg.pop("full_backward_hook", None)
-                number = _hook_number(entry)
+                number = _hook_number(registered)
                 for key in _FORWARD_HOOKS.values():
                     cur = m.cfg.get(key)
                     if number is not None and isinstance(cur, Seq) and cur.items is not None:
