@@ -706,6 +706,9 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
                               and isinstance(x.func, ast.Attribute) and isinstance(x.func.value, ast.Name)
                               and x.func.value.id == "self")
             node._gg_self_calls = hooks  # type: ignore[union-attr]  # cached on the tree, which it describes
+        # ... or a part the constructor asks the subclass to build (`self.module = self.get_module()` in the base's
+        # __init__, `get_module` returning nn.LSTM in LSTMDecoder): what the method calls is that part
+        hooks = hooks | _built_by_hooks(base)
         if not hooks:
             return []
         out = []
@@ -738,3 +741,25 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
                 finally:
                     self.fed_back = None
                 return
+
+
+def _built_by_hooks(cls: ClassInfo) -> frozenset[str]:
+    """Methods that the constructors of ``cls`` and its bases (within the analysed code) call on ``self`` to build an
+    attribute: ``self.module = self.get_module()``."""
+    out: set[str] = set()
+    for c in cls.mro():
+        init = c.methods.get("__init__")
+        if init is None or isinstance(init.node, ast.Lambda):
+            continue
+        got: frozenset[str] | None = getattr(init.node, "_gg_built_by", None)
+        if got is None:
+            got = frozenset(
+                st.value.func.attr for st in ast.walk(init.node)
+                if isinstance(st, ast.Assign) and isinstance(st.value, ast.Call)
+                and isinstance(st.value.func, ast.Attribute) and isinstance(st.value.func.value, ast.Name)
+                and st.value.func.value.id == "self"
+                and any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+                        for t in st.targets))
+            init.node._gg_built_by = got  # type: ignore[union-attr]  # cached on the tree, which it describes
+        out |= got
+    return frozenset(out)
