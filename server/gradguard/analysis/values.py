@@ -287,6 +287,18 @@ class FuncInfo:
     mod: ModuleCtx | None = None  # where it is defined (its globals, its source lines)
 
 
+def _c3_merge(seqs: list[list[ClassInfo]]) -> list[ClassInfo] | None:
+    out: list[ClassInfo] = []
+    seqs = [list(q) for q in seqs if q]
+    while seqs:
+        head = next((q[0] for q in seqs if not any(q[0] in r[1:] for r in seqs)), None)
+        if head is None:
+            return None
+        out.append(head)
+        seqs = [r for r in ([x for x in q if x is not head] if q[0] is head else q for q in seqs) if r]
+    return out
+
+
 @dataclass(frozen=True, eq=False)
 class Func(Val):
     info: FuncInfo
@@ -305,13 +317,19 @@ class ClassInfo:
     fields: list[tuple[str, Val | None]] | None = None
 
     def mro(self) -> list[ClassInfo]:
-        out: list[ClassInfo] = [self]
-        for b in self.bases:
-            if isinstance(b, ClassV):
-                for c in b.info.mro():
-                    if c not in out:
-                        out.append(c)
-        return out
+        """The analysed classes of the method resolution order, as Python's C3 linearisation orders them: with
+        several bases, a base shared by two of them comes after both (`class AttentiveGRUDecoder(AttentiveRNNDecoder,
+        GRUDecoder)` finds GRUDecoder's `get_module` before their common base's abstract one)."""
+        direct = [b.info for b in self.bases if isinstance(b, ClassV)]
+        if len(direct) <= 1:
+            return [self, *direct[0].mro()] if direct else [self]
+        merged = _c3_merge([c.mro() for c in direct] + [direct])
+        if merged is None:  # (no consistent order: Python refuses the class; keep a depth-first one)
+            out: list[ClassInfo] = [self]
+            for d in direct:
+                out.extend(c for c in d.mro() if c not in out)
+            return out
+        return [self, *merged]
 
     def torch_bases(self) -> list[str]:
         out = []
