@@ -431,7 +431,7 @@ class Expressions(AnalyzerCore):
             name = known_str(self.ev_nograd(n.slice, st, fr))
             if isinstance(owner, Obj) and owner.kind in _MODULE_KINDS and name is not None:
                 return self.getattr(owner, name, n, st)
-            base = self.getattr(owner, n.value.attr, n.value, st)
+            base = self.attribute_of(owner, n.value, st)
         else:
             base = self.ev(n.value, st, fr)
         idx = self.ev_nograd(n.slice, st, fr) if not isinstance(n.slice, ast.Constant) else Const(n.slice.value)
@@ -580,7 +580,10 @@ class Expressions(AnalyzerCore):
         return out
 
     def e_Attribute(self, n: ast.Attribute, st: State, fr: Frame) -> Val:
-        base = self.ev(n.value, st, fr)
+        return self.attribute_of(self.ev(n.value, st, fr), n, st)
+
+    def attribute_of(self, base: Val, n: ast.Attribute, st: State) -> Val:
+        """``n`` (``base.attr``) read, ``base`` being the value of ``n.value``."""
         v = self.getattr(base, n.attr, n, st)
         if isinstance(base, Obj) and not n.attr.startswith("__") and n.attr not in MODULE_API and (
                 (v is UNKNOWN and base.kind == "local" and base.info is not None and (
