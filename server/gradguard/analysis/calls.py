@@ -27,6 +27,7 @@ from gradguard.analysis.common import (
     str_method,
     tensor_facts,
     tensors_in,
+    view_made,
 )
 from gradguard.analysis.core import AnalyzerCore
 from gradguard.analysis.hazards import Hazard, SaveRecord, Site
@@ -783,8 +784,7 @@ class Calls(AnalyzerCore):
                 w = self.stale_view(t, st)
                 if w is None or (t.made, w[0]) in self.stale_reported:
                     continue
-                if not st.silent:
-                    self.stale_reported.add((t.made, w[0]))
+                self.stale_reported.add((t.made, w[0]))
                 if isinstance(n, ast.Call):
                     text = self._arg_text(n, info, name, receiver_node)
                 elif isinstance(n, ast.BinOp):
@@ -1041,7 +1041,7 @@ class Calls(AnalyzerCore):
                    view_op=f"{display}()" if info.multi_output_view else base.view_op or display,
                    prov=prov, alias_of=base.alias_of, alias_site=base.alias_site, origin=display,
                    view_site=self.site(n), noncontig=_strided(info, bound, base),
-                   made=_made(view, base, self.stamp, bool(info.multi_output_view)), cplx=cplx)
+                   made=view_made(view, base, self.stamp, bool(info.multi_output_view)), cplx=cplx)
             if info.multi_output_view:
                 return Seq(None, vt, "tuple")
             res = vt
@@ -1493,15 +1493,3 @@ def _within(inner: Site, outer: Site | None) -> bool:
     return outer is not None and inner.path == outer.path and \
         (outer.line, outer.col) <= (inner.line, inner.col) and (inner.end_line, inner.end_col) <= (outer.end_line, outer.end_col)
 
-
-def _made(view: str, base: T, now: int, multi_output: bool) -> int:
-    """When a view that can go stale was made (see Analyzer.stale_view): one of several views of a tensor that
-    requires grad, or a view made with grad off of one that does (and views of such views, which share their
-    base's fate); 0 for any other view."""
-    if base.maybe_tensor:
-        return 0
-    if view == "multi":
-        return (now if multi_output else base.made) if base.rg == YES else 0
-    if view == "nograd":
-        return base.made if base.view == "nograd" else now if base.rg == YES else 0
-    return 0

@@ -12,6 +12,7 @@ from gradguard.analysis.state import State
 from gradguard.analysis.values import (
     MAYBE,
     UNKNOWN_NUM,
+    YES,
     Alt,
     Cond,
     Const,
@@ -396,3 +397,16 @@ def str_method(s: str, name: str, pos: list[Val], kw: dict[str, Val]) -> Val:
         return Seq.of([Const(x) for x in out[:MAX_UNROLL]], "list") if len(out) <= MAX_UNROLL else \
             Seq(None, Const("", known=False), "list")
     return Const(out)
+
+
+def view_made(view: str, base: T, now: int, multi_output: bool) -> int:
+    """When a view that can go stale was made (see AnalyzerCore.stale_view): one of several views of a tensor that
+    requires grad, or a view made with grad off of one that does (and views of such views, which share their
+    base's fate); 0 for any other view."""
+    if base.maybe_tensor:
+        return 0
+    if view == "multi":
+        return (now if multi_output else base.made) if base.rg == YES else 0
+    if view == "nograd":
+        return base.made if base.view == "nograd" else now if base.rg == YES else 0
+    return 0

@@ -18,6 +18,7 @@ from gradguard.analysis.common import (
     is_true,
     known_items,
     known_truth,
+    view_made,
 )
 from gradguard.analysis.core import AnalyzerCore
 from gradguard.analysis.hazards import SaveRecord
@@ -453,8 +454,8 @@ class Expressions(AnalyzerCore):
             view = ("nograd" if base.rg >= MAYBE else "nograd_if") \
                 if st.no_grad and not base.maybe_tensor and (base.rg >= MAYBE or not st.silent) else (
                 base.view if base.view in SPECIAL_VIEWS else "view")
-            made = (base.made if base.view == "nograd" else self.stamp if base.rg == YES else 0) \
-                if view == "nograd" and not base.maybe_tensor else 0  # (see calls._made)
+            made = view_made(view, base, self.stamp, False) if view == "nograd" else 0  # (an item of a multi-output
+            # view keeps made=0: only the views the op returned are tracked)
             return T(base.storages, rg=NO if st.no_grad else base.rg, leaf=base.leaf, view=view,
                      view_op=base.view_op or "indexing", maybe_tensor=base.maybe_tensor, prov=base.prov,
                      alias_of=base.alias_of, alias_site=base.alias_site, origin="indexing", view_site=self.site(n),
