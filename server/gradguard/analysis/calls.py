@@ -24,6 +24,8 @@ from gradguard.analysis.common import (
     is_false,
     is_true,
     known_items,
+    note_sized,
+    sized_view_of,
     str_method,
     tensor_facts,
     tensors_in,
@@ -555,11 +557,13 @@ class Calls(AnalyzerCore):
         if qual in L.VIEW_OF_FIRST:
             info = self.kb.get("torch.reshape")
             pattern = pos[1] if len(pos) > 1 else kw.get("pattern")
-            if pos and isinstance(pattern, Const) and isinstance(pattern.value, str) and \
-                    rearrange_copies(pattern.value):
+            copies = bool(pos) and isinstance(pattern, Const) and isinstance(pattern.value, str) and \
+                rearrange_copies(pattern.value)
+            if copies and not sized_view_of(pos[0]):
                 return self.new_tensor([pos[0]], st, raw.rsplit(".", 1)[-1])
             if info is not None and pos:
-                return self.apply(info, [pos[0], UNKNOWN_NUM], {}, n, st, fr, display=raw.rsplit(".", 1)[-1])
+                out = self.apply(info, [pos[0], UNKNOWN_NUM], {}, n, st, fr, display=raw.rsplit(".", 1)[-1])
+                return note_sized(out, raw.rsplit(".", 1)[-1]) if copies else out
         if qual in L.SPLIT_VIEWS:
             info = self.kb.get("torch.split")
             if info is not None and pos:
@@ -593,7 +597,7 @@ class Calls(AnalyzerCore):
             pattern = pos[0] if pos else kw.get("pattern")
             if kind == "view" and isinstance(pattern, Const) and isinstance(pattern.value, str) and \
                     rearrange_copies(pattern.value):
-                kind = "new"  # `Rearrange("b n (h d) -> (b h) n d")`: a copy (see rearrange_copies)
+                kind = "sized_view"  # `Rearrange("b n (h d) -> (b h) n d")`: a copy but at size 1 (see sized_view_of)
             o.cfg["kind"] = Const(kind)
             return o
         return None
@@ -1021,7 +1025,9 @@ class Calls(AnalyzerCore):
         elif out_t is not None:
             res = out_t
         elif (view_arg := info.view_of or (info.args[0] if info.multi_output_view and info.args else None)) \
-                and isinstance(bound.get(view_arg), T) and not _copies(info, bound, pos, bound[view_arg]):
+                and isinstance(bound.get(view_arg), T) and (
+                    not (copies := _copies(info, bound, pos, bound[view_arg])) or (
+                        sized_view_of(bound[view_arg]) and _short(info) != "contiguous")):
             base = bound[view_arg]
             assert isinstance(base, T)
             if info.name in ("Tensor.detach", "torch.detach"):
@@ -1044,7 +1050,7 @@ class Calls(AnalyzerCore):
                    made=view_made(view, base, self.stamp, bool(info.multi_output_view)), cplx=cplx)
             if info.multi_output_view:
                 return Seq(None, vt, "tuple")
-            res = vt
+            res = note_sized(vt, display) if copies else vt
         elif info.returns_tuple and info.n_outputs and not only_maybe and (
                 info.kind != "module" or info.saved_output_indices):
             # max(dim), sort, topk: separate outputs, of which backward reads some (the indices); LSTM: the output

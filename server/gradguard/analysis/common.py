@@ -410,3 +410,21 @@ def view_made(view: str, base: T, now: int, multi_output: bool) -> int:
     if view == "nograd":
         return base.made if base.view == "nograd" else now if base.rg == YES else 0
     return 0
+
+
+def sized_view_of(base: Val) -> bool:
+    """Is a copy of ``base`` that is a view wherever the dimensions it merges have size 1 worth keeping as a view?
+    A reshape or rearrange that merges axes a permutation or a chunk left apart (``rearrange(q, "b n (h d) -> (b h)
+    n d")`` of one of ``chunk(3, dim=-1)``'s parts, ``t.reshape(-1)`` of a strided part) copies, except when all but
+    one of those axes have size 1, a batch of one, where torch returns a view. For one of several views that matters
+    on its own: writing into it in place with grad on raises then (lucidrains' TimeSformer fixed `q *= scale` for a
+    batch of one). For other tensors the copy stands: a write then also needs a saver of the base to break."""
+    return isinstance(base, T) and base.view == "multi"
+
+
+def note_sized(v: Val, what: str) -> Val:
+    """``v``, a view that ``what`` made only where the merged dimensions have size 1, saying so in its origin."""
+    if not (isinstance(v, T) and v.view == "multi"):
+        return v
+    return v.with_(view_op=f"{v.view_op or 'a multi-output view op'}, then {what} (a copy, except where the "
+                           f"dimensions it merges have size 1, as for a batch of one: then a view)")

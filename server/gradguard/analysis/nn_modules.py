@@ -14,6 +14,8 @@ from gradguard.analysis.common import (
     Frame,
     is_false,
     is_true,
+    note_sized,
+    sized_view_of,
 )
 from gradguard.analysis.functions import widen_default
 from gradguard.analysis.hazards import Hazard, SaveRecord, Site
@@ -743,8 +745,10 @@ class NNModules(Summaries):
             if isinstance(kind, Const) and kind.value == "conv_act":
                 return self._conv_act(o, pos[0], n, st, fr)
             info = self.kb.get("torch.reshape")
-            if isinstance(kind, Const) and kind.value == "view" and info is not None:
-                return self.apply(info, [pos[0], UNKNOWN_NUM], {}, n, st, fr, display=o.qual.rsplit(".", 1)[-1])
+            sized = isinstance(kind, Const) and kind.value == "sized_view" and sized_view_of(pos[0])
+            if isinstance(kind, Const) and (kind.value == "view" or sized) and info is not None:
+                out = self.apply(info, [pos[0], UNKNOWN_NUM], {}, n, st, fr, display=o.qual.rsplit(".", 1)[-1])
+                return note_sized(out, o.qual.rsplit(".", 1)[-1]) if sized else out
             return self.new_tensor([pos[0]], st, o.qual.rsplit(".", 1)[-1], min_rg=NO)
         if o.kind == "torch":
             info = self.kb.get(o.qual)
