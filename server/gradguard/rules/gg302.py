@@ -19,7 +19,10 @@ class InplaceOnSpecialView(Rule):
 `q, k, v = x.chunk(3)`, `x.unbind(0)`, `x.split(n)` and `for row in x` return views produced by one autograd
 node with several outputs; autograd cannot rebase such a node when one view changes in place, so torch
 raises *Output 0 of UnbindBackward0 is a view and is being modified inplace* at the call, also when only the
-write makes the view require grad (`row.copy_(pred[i])` into a buffer that did not). Likewise a view created under
+write makes the view require grad (`row.copy_(pred[i])` into a buffer that did not). A reshape of such a view that
+merges dimensions the split left apart (`rearrange(q, "b n (h d) -> (b h) n d")` of a `chunk(3, dim=-1)` part,
+`t.reshape(-1)` of a `chunk(3, dim=1)` part) copies, except where all but one of those dimensions have size 1, a
+batch of one: then it is a view, and the same write raises only for that batch size. Likewise a view created under
 `no_grad` of a tensor that requires grad cannot be modified in place once grad mode is back on, nor can one of a
 tensor that did not, by a write whose operands require grad, nor a view of such a view. A custom Function's
 `mark_dirty` is such a write too: on one of several views it is refused the same way.
