@@ -373,6 +373,11 @@ class Calls(AnalyzerCore):
         lib = self.call_library(qual, raw, pos, kw, n, st, fr)
         if lib is not None:
             return lib
+        if qual in L.IMPORT_MODULE and pos and not kw:
+            # `importlib.import_module("models.resnet")` is that module, found as an import statement finds it;
+            # one named by a value the analysis does not know is a module it cannot read
+            name = pos[0].value if isinstance(pos[0], Const) and isinstance(pos[0].value, str) else None
+            return self.module_value(name) if name and not name.startswith(".") else Ref("<module>")
         info = kb.get(qual)
         factory = qual.startswith("torch.") and not qual.startswith("torch.nn.") and qual.rsplit(".", 1)[-1][:1].islower()
         if factory and is_true(kw.get("requires_grad")) and (info is None or info.kind != "module"):
@@ -394,6 +399,13 @@ class Calls(AnalyzerCore):
                 return self.new_tensor([], st, raw.rsplit(".", 1)[-1], min_rg=NO)
             real = [v for v in (*pos, *kw.values()) if not (isinstance(v, T) and v.maybe_tensor)]
             return self.new_tensor(real, st, raw.rsplit(".", 1)[-1], min_rg=NO)
+        if not qual.startswith("torch.") and raw.rsplit(".", 1)[-1][:1].isupper():
+            # a class the analysis cannot read (a library that is not installed, a module it cannot find): an
+            # instance, one object, which calling may run a model (see nn_modules.opaque_child)
+            o = Obj("opaque", raw)
+            o.training = True
+            o.cfg["unread_class"] = Const(True)
+            return o
         return UNKNOWN
 
     def foreach(self, op: str, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State, fr: Frame) -> Val:

@@ -602,8 +602,11 @@ class Expressions(AnalyzerCore):
             # object; `self.agent` set outside __init__ too; `dist.mean` of a call's tensor-like result is a tensor.
             recv = v.recv
             if isinstance(recv, Obj) and recv.kind == "opaque" and n.attr in ("weight", "bias") \
-                    and recv.cfg.get("data") is None:
-                return self.module_param(recv, n.attr)  # `.weight` / `.bias` of a module we cannot see into
+                    and recv.cfg.get("data") is None and (recv.cfg.get("unread_class") is None
+                                                          or recv.cfg.get("trained") is not None):
+                # `.weight` / `.bias` of a module we cannot see into (of an instance of a class we cannot read, once
+                # the code trains it: `te.Linear(...)` may hold its weight as anything until then)
+                return self.module_param(recv, n.attr)
             if isinstance(recv, Obj) and (recv.kind == "opaque" or (
                     recv.kind == "local" and n.attr not in MODULE_API and not n.attr.startswith("_"))):
                 return self.opaque_child(recv, n.attr)

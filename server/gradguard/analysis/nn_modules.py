@@ -47,6 +47,7 @@ from gradguard.analysis.values import (
     T,
     UnknownT,
     Val,
+    fresh,
     join,
     next_id,
     ordered,
@@ -308,6 +309,10 @@ class NNModules(Summaries):
                             m.cfg.pop(key, None)
             return NONE
         if o.kind == "opaque":
+            if o.cfg.get("unread_class") is not None and (name in ("train", "zero_grad") or "parameters" in name):
+                # an instance of a class the analysis cannot read, whose parameters code hands on (to an optimizer),
+                # or which it puts in training mode: a model, so what calling it returns may require grad
+                o.cfg["trained"] = Const(True)
             if name == "parameters":
                 return Params(frozenset({o}))
             if name == "named_parameters":
@@ -324,6 +329,8 @@ class NNModules(Summaries):
                 stand_in = T(frozenset({Storage(o.qual or name)}), rg=NO, maybe_tensor=True, origin=o.qual or name)
                 recv_node = n.func.value if isinstance(n.func, ast.Attribute) else None
                 return self.apply(info, [stand_in, *pos], kw, n, st, fr, display=name, receiver_node=recv_node)
+            if name == "forward" and o.cfg.get("unread_class") is not None:
+                return self.call_obj(o, pos, kw, n, st, fr, in_seq=None)  # (its other methods: see opaque_child)
             return self.call_obj(self.opaque_child(o, name), pos, kw, n, st, fr, in_seq=None)
         if o.kind == "optimizer":
             if name == "step":
@@ -571,9 +578,13 @@ class NNModules(Summaries):
         c = Obj("opaque", qual)
         c.training = parent.training
         c.cfg["parent"] = parent  # type: ignore[assignment]
-        if parent.cfg.get("data") is not None or (parent.kind == "local" and parent.info is not None
-                                                  and not self.module_like(parent.info)
-                                                  and name not in self.param_attrs(parent.info)):
+        if parent.cfg.get("unread_class") is not None:
+            # an instance of a class the analysis cannot read: calling it (or its `forward`) may run a model, but its
+            # other methods return anything (`IntegratedGradients(model).attribute(x)` hands back a detached map)
+            c.cfg["data"] = c.cfg["anything"] = Const(True)
+        elif parent.cfg.get("data") is not None or (
+                parent.kind == "local" and parent.info is not None and not self.module_like(parent.info)
+                and name not in self.param_attrs(parent.info)):
             # an attribute of a plain object (a dataset, a frame record, a config) that __init__ did not show:
             # data, not a model; what calling it gives requires grad only if its tensor arguments do
             c.cfg["data"] = Const(True)
@@ -711,6 +722,8 @@ class NNModules(Summaries):
     def _call_obj(self, o: Obj, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State, fr: Frame,
                   in_seq: Obj | None) -> Val:
         self.effects += 1
+        if o.kind == "opaque" and o.cfg.get("anything") is not None:
+            return fresh(o.qual[:40], rg=NO, maybe_tensor=True, maybe_tuple=True)
         if o.kind == "opaque":
             # An object we cannot see into (a model passed in as a parameter, self.agent set outside __init__):
             # calling it with grad on gives a tensor that may require grad and keeps its parameters.
@@ -718,7 +731,10 @@ class NNModules(Summaries):
             src = _field_source(o)
             if src is not None:  # a method of a field of an output (`out.q.squeeze(-1)`): computed from the output
                 tensors.append(src)
-            data = o.cfg.get("data") is not None
+            # (an instance of a class the analysis cannot read runs a model only once code trains it: see
+            # the "trained" mark in obj_method; `GaussianFilter(sigma=2)(heatmap)` is a transform as likely as a model)
+            data = o.cfg.get("data") is not None or (o.cfg.get("unread_class") is not None
+                                                     and o.cfg.get("trained") is None)
             out = self.new_tensor(tensors, st, o.qual or "module", min_rg=NO if data else MAYBE)
             if data:
                 return out.with_(maybe_tuple=True)

@@ -5,7 +5,8 @@ all the time whose effect the analysis must know without reading their source:
 
 - einops, whose functions are thin layers over torch shape ops: ``rearrange`` is ``reshape``/``permute`` (a view of
   its input wherever the data allows; a copy when it merges axes its permutation moved apart, ``b n (h d) -> (b h)
-  n d``: see ``analysis.calls.rearrange_copies``), ``unpack`` is ``split`` (several views of one tensor), ``pack`` is ``cat``,
+  n d``, except where all but one of them have size 1: see ``analysis.calls.rearrange_copies`` and
+  ``analysis.common.sized_view_of``), ``unpack`` is ``split`` (several views of one tensor), ``pack`` is ``cat``,
   ``einsum`` is ``torch.einsum`` with the pattern last, ``repeat``/``reduce`` make new tensors;
 - torch utilities that hand back the module they were given (``weight_norm``, ``spectral_norm``,
   ``torch.compile``, ``torch.jit.script``) or wrap it (``DataParallel``, ``DistributedDataParallel``: calling the
@@ -57,6 +58,10 @@ ABSENT_ALIASES = {
                    "pytorch_lightning.core.module", "lightning", "lightning.pytorch", "lightning.pytorch.core",
                    "lightning.pytorch.core.module")},
 }
+
+
+# importlib.import_module(name): the module of that name
+IMPORT_MODULE = frozenset({"importlib.import_module"})
 
 
 def absent_name(qual: str) -> str:
