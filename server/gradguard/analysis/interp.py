@@ -260,12 +260,23 @@ def _ng_only_lines(lines: list[str], seeds: frozenset[int] = frozenset(),
 
 
 def unpacked(node: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
-    """Names the function's own body unpacks into several targets (`z1, z2 = z`)."""
+    """Names the function's own body uses as lists of tensors, not as one: it unpacks them into several targets
+    (`z1, z2 = z`), or indexes them in step with a list of modules (`x[i] = self.m[i](x[i])`, a detection head's
+    per-level convolutions on the feature maps it was given)."""
     got: frozenset[str] | None = getattr(node, "_gg_unpacked", None)
     if got is None:
-        got = frozenset(x.value.id for x in scope_nodes(node)
-                        if isinstance(x, ast.Assign) and isinstance(x.value, ast.Name)
-                        and any(isinstance(t, (ast.Tuple, ast.List)) for t in x.targets))
+        names: set[str] = set()
+        for x in scope_nodes(node):
+            if isinstance(x, ast.Assign) and isinstance(x.value, ast.Name) \
+                    and any(isinstance(t, (ast.Tuple, ast.List)) for t in x.targets):
+                names.add(x.value.id)
+            elif isinstance(x, ast.Call) and isinstance(x.func, ast.Subscript) \
+                    and isinstance(x.func.value, ast.Attribute) and isinstance(x.func.slice, ast.Name):
+                # `self.m[i](x[i])`: the i-th module on the i-th input
+                idx = x.func.slice.id
+                names.update(a.value.id for a in x.args if isinstance(a, ast.Subscript)
+                             and isinstance(a.value, ast.Name) and isinstance(a.slice, ast.Name) and a.slice.id == idx)
+        got = frozenset(names)
         node._gg_unpacked = got  # type: ignore[union-attr]  # cached on the tree it describes
     return got
 
