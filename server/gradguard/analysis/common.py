@@ -114,10 +114,13 @@ CONTAINER_TYPES = frozenset({"builtins.tuple", "builtins.list", "builtins.dict"}
 
 
 class Frame:
-    __slots__ = ("assumed", "cls", "depth", "func", "loops", "returns", "self_obj")
+    __slots__ = ("assumed", "cls", "depth", "func", "grad_in", "loops", "returns", "self_obj")
 
     def __init__(self, func: FuncInfo | None, depth: int, self_obj: Val | None = None):
         self.func = func
+        # the outermost module call this frame runs in was handed a tensor that requires grad (an adversarial
+        # patch, an input being optimised): its eval-mode branches run with grad (see Statements.s_If)
+        self.grad_in = False
         self.cls = func.cls if func else None
         self.depth = depth
         self.loops: list[Loop] = []

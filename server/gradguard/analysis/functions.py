@@ -13,6 +13,7 @@ from gradguard.analysis.common import (
     Budget,
     Frame,
     storages_of,
+    tensors_in,
 )
 from gradguard.analysis.hazards import Site
 from gradguard.analysis.state import Heap, State, split_paths
@@ -22,6 +23,7 @@ from gradguard.analysis.values import (
     NONE,
     UNKNOWN,
     UNKNOWN_NUM,
+    YES,
     Alt,
     ClassV,
     Const,
@@ -215,6 +217,11 @@ class Functions(Summaries):
                        st.allow_mutation or self.am_only(fi), st.silent, st.inference or fi.inference)
         opened = fi.inference and not st.inference
         cfr = Frame(fi, fr.depth + (0 if thin(node) else 1), self_obj)
+        if fr.func is not None and fr.func.cls is not None and self.module_like(fr.func.cls):
+            cfr.grad_in = fr.grad_in  # a module's forward calling its parts: what the outer call was given
+        else:
+            cfr.grad_in = any(t.rg == YES and not t.maybe_tensor
+                              for v in pos[1 if self_obj is not None else 0:] for t in tensors_in(v))
         self.active.append(fi)
         saved_stmt, saved_mod = self.cur_stmt, self.mod
         if fi.mod is not None:

@@ -469,9 +469,10 @@ class Statements(AnalyzerCore):
             # the flag this path assumed (the function's body runs once per value of it)
             return self.exec_block(s.body if fr.assumed[flag[0]] == flag[1] else s.orelse, st, fr)
         test = self.ev(s.test, st, fr)
-        if is_true(test) and _eval_only(s.test) and not st.silent:
+        if is_true(test) and _eval_only(s.test) and not st.silent and not fr.grad_in:
             # `if not self.training and self.prefilter:` on a module known to be in eval mode: an inference branch,
-            # silent as it is when the mode is not known (see recording_allows)
+            # silent as it is when the mode is not known (see recording_allows). Not when the model was handed an
+            # input that requires grad: an attack or an explanation differentiates the eval-mode forward.
             was_no_grad = st.no_grad
             st.no_grad = st.silent = True
             out = self.exec_block(s.body, st, fr)
