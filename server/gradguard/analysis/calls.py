@@ -378,6 +378,18 @@ class Calls(AnalyzerCore):
             # one named by a value the analysis does not know is a module it cannot read
             name = pos[0].value if isinstance(pos[0], Const) and isinstance(pos[0].value, str) else None
             return self.module_value(name) if name and not name.startswith(".") else Ref("<module>")
+        if qual in L.VARIABLE:
+            data = pos[0] if pos else kw.get("data")
+            if is_true(kw.get("requires_grad", pos[1] if len(pos) > 1 else None)):
+                return T(frozenset({Storage("created with requires_grad=True (Variable)", self.site(n), leaf=True)}),
+                         rg=YES, leaf=True, origin=raw)
+            if isinstance(data, T):
+                return T(data.storages, rg=NO, origin="detach", maybe_tensor=data.maybe_tensor)  # shares its data
+            return UNKNOWN
+        if qual in L.LEGACY_TENSOR_CTORS:
+            if len(pos) == 1 and not kw and isinstance(pos[0], T) and not pos[0].maybe_tensor:
+                return pos[0]  # `torch.Tensor(t)`: t itself, as an alias
+            return self.new_tensor([], st, raw.rsplit(".", 1)[-1], min_rg=NO)
         info = kb.get(qual)
         factory = qual.startswith("torch.") and not qual.startswith("torch.nn.") and qual.rsplit(".", 1)[-1][:1].islower()
         if factory and is_true(kw.get("requires_grad")) and (info is None or info.kind != "module"):

@@ -127,6 +127,15 @@ TORCH_FACTORIES = frozenset({
     "torch.poisson", "torch.scalar_tensor", "torch.sparse_coo_tensor_unsafe", "torch.frombuffer",
 })
 
+# torch's legacy constructors: `torch.Tensor(3, 4)` and `torch.FloatTensor([1, 2])` make a new tensor (sizes, or a
+# copy of the data given); `torch.Tensor(t)` of a tensor is an alias of it
+LEGACY_TENSOR_CTORS = frozenset(
+    f"torch.{cuda}{kind}Tensor" for cuda in ("", "cuda.")
+    for kind in ("", "Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char", "Byte", "Bool"))
+
+# the pre-0.4 wrapper: `Variable(t)` is `t.detach()`, and `Variable(t, requires_grad=True)` a leaf that requires grad
+VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+
 # torch functions that read back whatever was saved (a checkpoint dict, a state dict, a module, now and then a
 # tensor): what they return is not known to be a tensor
 TORCH_LOADERS = frozenset({
