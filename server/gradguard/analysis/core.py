@@ -289,8 +289,17 @@ class AnalyzerCore:
     def set_attr(self, o: Obj, name: str, v: Val) -> None:
         """``o.name = v``, remembered while a branch runs so that the other branch starts from the old value and
         the two are joined afterwards (objects live outside the flow-sensitive state)."""
+        if o.kind == "opaque" and name not in o.attrs:
+            # an object we cannot see into had some value there already, unknown (`if not hasattr(args, "x"):
+            # args.x = "sgd"` leaves it "sgd" or what it was)
+            self.opaque_child(o, name)
         self._log(o, "attrs", name, o.attrs.get(name))
         o.attrs[name] = v
+        if isinstance(v, Obj) and v.kind == "opaque" and v.cfg.get("unread_class") is not None \
+                and o.kind == "local" and o.info is not None and self.nn_module_like(o.info):
+            # `self.backbone = resnet50(...)` of a library the analysis cannot read, in a module: a part of it,
+            # trained with it (see NNModules.obj_method)
+            v.cfg["trained"] = Const(True)
 
     def _log(self, o: Obj, table: str, name: str, old: Any) -> None:
         """Remember ``o``'s old ``table`` entry while a branch runs; objects made inside the branch are its own."""
