@@ -411,9 +411,10 @@ class Calls(AnalyzerCore):
                 return self.new_tensor([], st, raw.rsplit(".", 1)[-1], min_rg=NO)
             real = [v for v in (*pos, *kw.values()) if not (isinstance(v, T) and v.maybe_tensor)]
             return self.new_tensor(real, st, raw.rsplit(".", 1)[-1], min_rg=NO)
-        if not qual.startswith("torch.") and raw.rsplit(".", 1)[-1][:1].isupper():
-            # a class the analysis cannot read (a library that is not installed, a module it cannot find): an
-            # instance, one object, which calling may run a model (see nn_modules.opaque_child)
+        if not qual.startswith("torch.") and qual.split(".", 1)[0] not in L.DATA_LIBRARIES:
+            # a class or factory the analysis cannot read (a library that is not installed, a module it cannot
+            # find: `CamNet(21)`, `torchvision.models.resnet18()`): what it makes is one object, which calling may
+            # run a model (see nn_modules.opaque_child)
             o = Obj("opaque", raw)
             o.training = True
             o.cfg["unread_class"] = Const(True)

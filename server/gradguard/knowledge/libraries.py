@@ -60,6 +60,16 @@ ABSENT_ALIASES = {
 }
 
 
+# libraries of data, images, plots and logs: what their calls make is never a model (see Calls.call_ref)
+DATA_LIBRARIES = frozenset({
+    "numpy", "np", "math", "scipy", "random", "json", "pickle", "os", "sys", "time", "logging", "re", "PIL", "cv2",
+    "imageio", "skimage", "sklearn", "pandas", "matplotlib", "tqdm", "wandb", "tensorboardX", "h5py", "yaml",
+    "argparse", "pathlib", "collections", "itertools", "functools", "datetime", "glob", "shutil", "csv",
+    "string", "struct", "copy", "io", "subprocess", "multiprocessing", "threading", "socket", "hashlib", "base64",
+    "librosa", "soundfile", "nltk", "spacy", "networkx", "sympy", "plotly", "seaborn", "mlflow", "omegaconf",
+    "hydra", "lmdb", "zarr", "open3d", "trimesh", "gym", "gymnasium",
+})
+
 # importlib.import_module(name): the module of that name
 IMPORT_MODULE = frozenset({"importlib.import_module"})
 
