@@ -792,7 +792,7 @@ class Calls(AnalyzerCore):
         return got
 
     def stale_views(self, bound: dict[str, Val], n: ast.AST, st: State, display: str,
-                    receiver_node: ast.AST | None, info: OpInfo) -> None:
+                    receiver_node: ast.AST | None, info: OpInfo | None) -> None:
         """An op with grad on reads one of several views (``list(weight)``, ``w.unbind(0)``, ``x.split(n)``) of a
         tensor that requires grad, after its storage was written in place (an optimizer step on the parameter, a
         write through the base or another view): torch would rebuild the view's graph, which it cannot do for a
@@ -814,8 +814,10 @@ class Calls(AnalyzerCore):
                 if w is None or (t.made, w[0]) in self.stale_reported:
                     continue
                 self.stale_reported.add((t.made, w[0]))
-                if isinstance(n, ast.Call):
+                if isinstance(n, ast.Call) and info is not None:
                     text = self._arg_text(n, info, name, receiver_node)
+                elif isinstance(n, ast.Attribute):
+                    text = self.text(n.value)  # `v.grad_fn`
                 elif isinstance(n, ast.BinOp):
                     text = self.text(n.left if name in ("self", "input") else n.right)
                 else:
@@ -823,14 +825,26 @@ class Calls(AnalyzerCore):
                 text = text if text and len(text) <= 40 else self.text(n)[:40]
                 related: tuple[tuple[Site, str], ...] = ()
                 nograd = t.view == "nograd"
+                use = self.site(n)
                 if t.view_site is not None:
                     related += ((t.view_site, "the view was made here, with grad off" if nograd
                                  else f"the views were made here ({t.view_op})"),)
-                related += ((w[0], f"{w[1]} modifies the tensor {'it views' if nograd else 'they view'} in place here"),)
-                self.report(Hazard("view_stale", "use", self.site(n), self.stmt_site(), display, text,
+                # A view made with grad off goes stale through an in-place write into its base: that write (in this
+                # file) is the finding, as any write that breaks what autograd needs, and the use is where torch
+                # raises. (Several views made with grad on go stale through a step, too: their finding stays at
+                # the use, the first place their graph is asked for.)
+                at_write = nograd and w[0].path == use.path and w[0].line != use.line
+                if at_write:
+                    related += ((use, f"`{text}` is used here ({display}), with grad on: torch raises here"),)
+                else:
+                    related += ((w[0], f"{w[1]} modifies the tensor {'it views' if nograd else 'they view'} in place "
+                                       f"here"),)
+                self.report(Hazard("view_stale", "use", w[0] if at_write else use,
+                                   w[0] if at_write else self.stmt_site(), display, text,
                                    related=related, extra=(("view_op", t.view_op), ("write_op", w[1]),
                                                            ("write_site", w[0]), ("view_site", t.view_site),
-                                                           ("nograd", nograd))))
+                                                           ("nograd", nograd), ("use_site", use),
+                                                           ("at_write", at_write))))
                 return
 
     def apply(self, info: OpInfo, pos: list[Val], kw: dict[str, Val], n: ast.AST, st: State, fr: Frame, *,

@@ -49,8 +49,10 @@ training steps. Reading the views with grad off, or writing through `.data`, is 
 
 A view made under `no_grad` (or `inference_mode`) of a tensor that requires grad goes stale the same way: once
 that tensor is written in place (in any mode), using the view in an op with grad on raises *A view was created in
-no_grad mode and its base or another view of its base has been modified inplace with grad mode enabled*. It was
-meant as a constant; take it as one with `.detach()` where it is made (the same values, still no gradient).
+no_grad mode and its base or another view of its base has been modified inplace with grad mode enabled*; so does
+reading its `.grad_fn`, in any mode. The finding is on that in-place write (the use where torch raises is related).
+The view was meant as a constant; take it as one with `.detach()` where it is made (the same values, still no
+gradient).
 
 `detach_()` on any view (`x[0]`, `x.view(-1)`, `x.t()`, a `split` output) raises *Can't detach views in-place.
 Use detach() instead*, with or without grad: the view shares its autograd metadata with its base.
@@ -165,6 +167,12 @@ for _ in range(2):
             wop = wop if " " in wop else f"`{wop}`"
             vs, ws = h.get("view_site"), h.get("write_site")
             made = f" ({_where(vs, h.site)})" if vs is not None else ""
+            if h.get("at_write"):
+                us = h.get("use_site")
+                use = h.op if " " in h.op else f"`{h.op}`"
+                return (f"{wop} modifies in place a tensor that requires grad, of which `{h.target}` is a view made "
+                        f"with grad off{made}: with grad on, torch then refuses to use that view, and raises where "
+                        f"{use} uses it ({_where(us, h.site)})")
             if h.get("nograd"):
                 return (f"{h.op} uses `{h.target}`, a view made with grad off{made} of a tensor that requires grad, "
                         f"after {wop} ({_where(ws, h.site)}) modified the tensor it views in place: with grad on, "
