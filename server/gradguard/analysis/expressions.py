@@ -91,6 +91,13 @@ TENSOR_PROPERTIES = frozenset({
 })
 
 
+def _element_of(e: ast.expr) -> bool:
+    """``parents[i]``, ``order[k - 1]``: one element of an index tensor taken by a single integer (a 0-dim tensor when
+    the tensor is a vector of indices, as such tables are), not a slice, a tuple or a list of them."""
+    return isinstance(e, ast.Subscript) and isinstance(e.slice, (ast.Name, ast.Constant, ast.BinOp, ast.UnaryOp)) \
+        and not (isinstance(e.slice, ast.Constant) and not isinstance(e.slice.value, int))
+
+
 def _strided_index(s: ast.expr) -> bool:
     """Does basic indexing with ``s`` give a strided view of a contiguous tensor? It does when it narrows a dimension
     (an index, a partial slice) after one it keeps whole or in part (``x[:, 0]``, ``x[..., :2]``, ``x[1:3, 0]``), or
@@ -544,15 +551,18 @@ class Expressions(AnalyzerCore):
 
     def _advanced_index(self, sl: ast.expr, idx: Val) -> bool:
         if isinstance(idx, (T, UnknownT, Obj)):
-            return True  # a tensor index (or one we cannot tell from a tensor, `x[n_id]`): a copy, not a view
+            # a tensor index (or one we cannot tell from a tensor, `x[n_id]`): a copy, not a view; but one element
+            # of an index tensor, `x[parents[i]]`, is a 0-dim tensor, which indexes as the integer it holds does
+            return not _element_of(sl)
         if isinstance(sl, (ast.List, ast.ListComp)):
             return True
         if isinstance(sl, ast.Tuple):
             # (a sequence inside the index tuple, `x[:, dims]` with `dims = [0, 2]` or `(0, 2)`, indexes by its
             # elements: a copy, as a tensor there does)
             return any(isinstance(e, (ast.List, ast.ListComp)) for e in sl.elts) or (
-                isinstance(idx, Seq) and idx.items is not None
-                and any(isinstance(x, T) or (isinstance(x, Seq) and x.kind in ("list", "tuple")) for x in idx.items))
+                isinstance(idx, Seq) and idx.items is not None and len(idx.items) == len(sl.elts)
+                and any((isinstance(x, T) and not _element_of(e)) or (isinstance(x, Seq) and x.kind in ("list", "tuple"))
+                        for x, e in zip(idx.items, sl.elts)))
         # `x[dims]` with a list value (a tuple value is one index per dimension, `x[(0, 1)]` is `x[0, 1]`)
         return isinstance(idx, Seq) and idx.kind == "list"
 
