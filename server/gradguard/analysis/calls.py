@@ -791,6 +791,21 @@ class Calls(AnalyzerCore):
             got = self.fp32_files[mod.path] = not _mentions_other_precision(mod.lines)
         return got
 
+    def _expanded(self, info: OpInfo, pos: list[Val], base: T, n: ast.AST) -> Site | None:
+        """Where the expand was, when the view ``info`` makes of ``base`` broadcasts a dimension (``expand``,
+        ``expand_as``, ``broadcast_to``; not ``x.expand(-1, -1)``), or keeps one its base broadcast (a transpose, an
+        unsqueeze of an expanded tensor)."""
+        short = _short(info)
+        if short in _EXPANDS:
+            sizes = [v for v in pos[1:] if not isinstance(v, T)]
+            if len(sizes) == 1 and isinstance(sizes[0], Seq) and sizes[0].items is not None:
+                sizes = list(sizes[0].items)
+            if short == "expand" and sizes and all(isinstance(v, Const) and v.known and v.value in (-1, 1)
+                                                   for v in sizes):
+                return None  # nothing broadcast
+            return self.site(n)
+        return base.expanded if short in _KEEPS_EXPANDED else None
+
     def stale_views(self, bound: dict[str, Val], n: ast.AST, st: State, display: str,
                     receiver_node: ast.AST | None, info: OpInfo | None) -> None:
         """An op with grad on reads one of several views (``list(weight)``, ``w.unbind(0)``, ``x.split(n)``) of a
@@ -1082,7 +1097,8 @@ class Calls(AnalyzerCore):
                 view = base.view
             else:
                 view = "view"
-            vt = T(base.storages, rg=out_rg if grad_on else NO, leaf=base.leaf, view=view,
+            vt = T(base.storages, rg=out_rg if grad_on else NO, leaf=base.leaf, view=view, expanded=self._expanded(
+                       info, pos, base, n),
                    view_op=f"{display}()" if info.multi_output_view else base.view_op or display,
                    prov=prov, alias_of=base.alias_of, alias_site=base.alias_site, origin=display,
                    view_site=self.site(n), noncontig=_strided(info, bound, base),
@@ -1335,6 +1351,10 @@ _CALLABLE_TYPE_TESTS: dict[str, dict[str, bool]] = {
 # views whose result is not contiguous whatever their input (a transposed, permuted, broadcast layout)
 _STRIDED_VIEWS = frozenset({"transpose", "t", "permute", "movedim", "moveaxis", "swapaxes", "swapdims", "expand",
                             "expand_as", "diagonal", "unfold", "hsplit"})
+# views that broadcast a dimension (stride 0), and views that keep the dimensions an expanded base broadcast
+_EXPANDS = frozenset({"expand", "expand_as", "broadcast_to"})
+_KEEPS_EXPANDED = frozenset({"transpose", "t", "permute", "movedim", "moveaxis", "swapaxes", "swapdims", "unsqueeze",
+                             "squeeze", "view_as_real"})
 # views along a dimension: the parts are strided unless it is the first one
 _DIM_VIEWS = frozenset({"select", "narrow", "split", "chunk", "unbind", "tensor_split", "split_with_sizes",
                         "unsafe_split", "unsafe_chunk"})

@@ -56,6 +56,14 @@ _ROOT_NAME = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 _ITEM_OF_NAME = re.compile(r"([A-Za-z_]\w*)\[")
 
 
+# in-place ops torch lets write into an expanded tensor: a fill with one value (what every shared element gets
+# anyway), masked_fill_ and index_fill_ (deprecated: a warning), and the ones that change only the shape
+OVERLAP_ALLOWED = frozenset({
+    "fill_", "zero_", "masked_fill_", "index_fill_", "index_put_", "squeeze_", "unsqueeze_", "t_", "transpose_",
+    "swapdims_", "swapaxes_", "resize_", "resize_as_", "as_strided_", "requires_grad_", "detach_",
+})
+
+
 class AnalyzerCore:
     def __init__(self, tree: ast.Module, source: str, path: str, kb: Knowledge | None = None,
                  project: Project | None = None, file: str = ""):
@@ -459,6 +467,14 @@ class AnalyzerCore:
         if (val.view == "nograd" or (val.view == "nograd_if" and operands_yes)) and grad_on:
             self.report(Hazard("view_nograd", form, site, stmt, op, target, related=related,
                                extra=(*extra, ("view_op", val.view_op), ("base_rg", val.view == "nograd"))))
+            return
+        if val.expanded is not None and form != "setitem" and not val.maybe_tensor \
+                and op.split("(", 1)[0] not in OVERLAP_ALLOWED:
+            # (whatever the grad mode: the write itself is refused, before anything could be saved or changed)
+            self.report(Hazard("overlap", form, site, stmt, op, target,
+                               related=(*related, (val.expanded, f"`{target}` is expanded here: several of its "
+                                                                  f"elements are one memory location")),
+                               extra=(*extra, ("expanded_site", val.expanded))))
             return
         if val.view == "fnview" and grad_on and (val.rg >= MAYBE or operands_rg) and not val.maybe_tensor:
             self.report(Hazard("view_fn", form, site, stmt, op, target, related=related,

@@ -99,6 +99,7 @@ class Shape:
                 return ("t", got[0])
             self.tensors[id(v)] = (len(self.tensors), v)
             return ("T", v.rg, v.leaf, v.view, v.maybe_tensor, v.maybe_tuple, bool(v.prov), v.noncontig, v.cplx,
+                    v.expanded is not None,
                     tuple(self.storage(s) for s in sorted(v.storages, key=lambda s: s.sid)))
         if isinstance(v, Cond):
             raise NotShared

@@ -175,6 +175,9 @@ class T(Val):
     # complex-valued (view_as_complex, polar, an FFT, a dtype=torch.cfloat factory, or computed from one): its
     # `.float()` is a real copy, never the tensor itself
     cplx: bool = False
+    # made by expand() (or a view of what it made that keeps the broadcast dimension): several of its elements
+    # share one memory location, so torch refuses to write into it in place; where the expand was
+    expanded: Site | None = None
 
     def with_(self, **kw: Any) -> T:
         return replace(self, **kw)
@@ -521,7 +524,7 @@ def join(a: Val, b: Val) -> Val:
                  prov=a.prov | b.prov, alias_of=a.alias_of or b.alias_of, alias_site=a.alias_site or b.alias_site,
                  view_site=first.view_site or second.view_site,
                  origin=a.origin or b.origin, noncontig=a.noncontig and b.noncontig, made=max(a.made, b.made),
-                 cplx=a.cplx or b.cplx)
+                 cplx=a.cplx or b.cplx, expanded=a.expanded if a.expanded == b.expanded else None)
     if isinstance(a, T) and b is UNKNOWN:
         return a
     if isinstance(b, T) and a is UNKNOWN:

@@ -1718,7 +1718,19 @@ def _am_outside(ctx: Ctx) -> list[Fix]:
                 f"its saved copies exist only while the block runs", True, edits, kind="extend-block")]
 
 
+def _overlap(ctx: Ctx) -> list[Fix]:
+    """A write into an expanded tensor: ``.clone()`` it where it is expanded, so each element has its own memory.
+    The clone holds the same values the expanded tensor showed, and it is differentiable: what the code computes,
+    forward and backward, is what it meant; only the write no longer lands in the one shared element."""
+    es = _sp(ctx.ex.get("expanded_site"))
+    if es is None or es.line != es.end_line:
+        return []
+    return [Fix("Clone the expanded tensor where it is made, so that each element has its own memory", True,
+                (_insert(es.end_line, es.end_column, ".clone()"),), kind="clone-expanded")]
+
+
 _KIND_BUILDERS: dict[str, Callable[[Ctx], list[Fix]]] = {
+    "overlap": _overlap,
     "dirty_not_returned": _dirty_returned,
     "dirty_not_input": _dirty_drop,
     "inference_saved": _inference_saved,

@@ -19,10 +19,12 @@ from gradguard.rules.gg301 import InplaceOnLeaf
 from gradguard.rules.gg302 import InplaceOnSpecialView
 from gradguard.rules.gg303 import InplaceOnInferenceTensor
 from gradguard.rules.gg304 import ParameterUpdateOutsideNoGrad
+from gradguard.rules.gg305 import InplaceOnExpanded
 
 ALL_RULES: tuple[type[Rule], ...] = (
     InplaceOnSavedIndex, InplaceOnSaved, InplaceActivationOnSaved, SetitemOnSaved, OutArgOnSaved, SavedTensorModifiedInBackward,
     CarriedState, StepBetweenBackward, ParameterUpdateOutsideNoGrad, InplaceOnLeaf, InplaceOnSpecialView, InplaceOnInferenceTensor,
+    InplaceOnExpanded,
 )
 BY_CODE = {r.code: r for r in ALL_RULES}
 
