@@ -739,6 +739,13 @@ class AnalyzerCore:
     def unknown_result(self, n: ast.Call) -> T:
         raise NotImplementedError
 
+    def module_value(self, name: str) -> Val:
+        raise NotImplementedError
+
+    def stale_views(self, bound: dict[str, Val], n: ast.AST, st: State, display: str,
+                    receiver_node: ast.AST | None, info: OpInfo | None) -> None:
+        raise NotImplementedError
+
     def field_tensor(self, o: Obj, st: State) -> Val:
         raise NotImplementedError
 

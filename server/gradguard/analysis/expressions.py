@@ -681,7 +681,7 @@ class Expressions(AnalyzerCore):
                 return fresh("`.grad`", rg=NO)
             if attr == "requires_grad":
                 return Cond(formula="rg") if base.rg >= MAYBE or base.maybe_tensor else Const(False)
-            if attr == "grad_fn" and base.made and not st.silent:
+            if attr == "grad_fn" and base.made and not st.silent and n is not None:
                 # reading a view's grad_fn rebuilds it when its base changed since: for one of several views, or a
                 # view made with grad off, torch raises there as at any op (in any grad mode)
                 self.stale_views({"self": base}, n, st, "reading `.grad_fn`", None, None)

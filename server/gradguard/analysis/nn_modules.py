@@ -763,8 +763,8 @@ class NNModules(Summaries):
             info = self.kb.get("torch.reshape")
             sized = isinstance(kind, Const) and kind.value == "sized_view" and sized_view_of(pos[0])
             if isinstance(kind, Const) and (kind.value == "view" or sized) and info is not None:
-                out = self.apply(info, [pos[0], UNKNOWN_NUM], {}, n, st, fr, display=o.qual.rsplit(".", 1)[-1])
-                return note_sized(out, o.qual.rsplit(".", 1)[-1]) if sized else out
+                viewed = self.apply(info, [pos[0], UNKNOWN_NUM], {}, n, st, fr, display=o.qual.rsplit(".", 1)[-1])
+                return note_sized(viewed, o.qual.rsplit(".", 1)[-1]) if sized else viewed
             return self.new_tensor([pos[0]], st, o.qual.rsplit(".", 1)[-1], min_rg=NO)
         if o.kind == "torch":
             info = self.kb.get(o.qual)
