@@ -98,6 +98,17 @@ def _element_of(e: ast.expr) -> bool:
         and not (isinstance(e.slice, ast.Constant) and not isinstance(e.slice.value, int))
 
 
+# what makes a table of integer indices (a mask, `x > 0`, is no such table: its element is a 0-dim bool)
+_INT_TABLES = frozenset({"LongTensor", "IntTensor", "ShortTensor", "tensor", "as_tensor", "from_numpy", "arange",
+                         "randperm", "argsort", "argmax", "argmin", "randint"})
+
+
+def _int_table(v: Val) -> bool:
+    """Is ``v`` (an element read off a tensor) from a table of integer indices the code built?"""
+    return isinstance(v, T) and not v.maybe_tensor and bool(v.storages) and all(
+        s.desc in _INT_TABLES for s in v.storages)
+
+
 def _strided_index(s: ast.expr) -> bool:
     """Does basic indexing with ``s`` give a strided view of a contiguous tensor? It does when it narrows a dimension
     (an index, a partial slice) after one it keeps whole or in part (``x[:, 0]``, ``x[..., :2]``, ``x[1:3, 0]``), or
@@ -553,7 +564,7 @@ class Expressions(AnalyzerCore):
         if isinstance(idx, (T, UnknownT, Obj)):
             # a tensor index (or one we cannot tell from a tensor, `x[n_id]`): a copy, not a view; but one element
             # of an index tensor, `x[parents[i]]`, is a 0-dim tensor, which indexes as the integer it holds does
-            return not _element_of(sl)
+            return not (_element_of(sl) and _int_table(idx))
         if isinstance(sl, (ast.List, ast.ListComp)):
             return True
         if isinstance(sl, ast.Tuple):
@@ -561,7 +572,8 @@ class Expressions(AnalyzerCore):
             # elements: a copy, as a tensor there does)
             return any(isinstance(e, (ast.List, ast.ListComp)) for e in sl.elts) or (
                 isinstance(idx, Seq) and idx.items is not None and len(idx.items) == len(sl.elts)
-                and any((isinstance(x, T) and not _element_of(e)) or (isinstance(x, Seq) and x.kind in ("list", "tuple"))
+                and any((isinstance(x, T) and not (_element_of(e) and _int_table(x)))
+                        or (isinstance(x, Seq) and x.kind in ("list", "tuple"))
                         for x, e in zip(idx.items, sl.elts)))
         # `x[dims]` with a list value (a tuple value is one index per dimension, `x[(0, 1)]` is `x[0, 1]`)
         return isinstance(idx, Seq) and idx.kind == "list"
