@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from gradguard.analysis.common import (
@@ -791,6 +791,37 @@ class Calls(AnalyzerCore):
             got = self.fp32_files[mod.path] = not _mentions_other_precision(mod.lines)
         return got
 
+    def _save_args(self, info: OpInfo, bound: dict[str, Val], args: Iterable[str], n: ast.AST, st: State,
+                   display: str, receiver_node: ast.AST | None, in_seq: Obj | None, module: Obj | None) -> frozenset[Any]:
+        """Record what the op ``info`` saves of the arguments ``args`` (step 2 of apply); the graph uses of the
+        leaves it keeps."""
+        prov: frozenset[Any] = frozenset()
+        site = self.site(n)
+        if module is not None and in_seq is not None and module.ctor is not None:
+            site = module.ctor
+        for a in args:
+            for sv in tensors_in(bound.get(a)):
+                if info.kind == "operator" and sv.maybe_tensor:
+                    continue
+                if st.autocast and a in info.autocast_casts:
+                    continue
+                if a.startswith("self."):
+                    what = f"its {a[5:]}"
+                else:
+                    argtext = self._arg_text(n, info, a, receiver_node) if in_seq is None else ""
+                    what = f"its input `{argtext}`" if argtext and len(argtext) <= 40 else "its input"
+                if self.inference_spans and not st.inference and not sv.maybe_tensor and not st.silent \
+                        and self.inference_tensor(sv) and any(
+                            isinstance(v, T) and v.rg == YES and not v.maybe_tensor for v in bound.values()):
+                    # made inside inference_mode, and this op must keep it for a graph: torch refuses at the op
+                    self.report(Hazard("inference_saved", "call", self.site(n), self.stmt_site(), display,
+                                       self.text(n), extra=(("what", what),)))
+                self.save(sv, st, SaveRecord(display, what, site, info.name,
+                                             sv.view_site if sv.view is not None else None, a))
+                if sv.leaf:
+                    prov |= {self.graph_use(s) for s in sv.storages if s.leaf}
+        return prov
+
     def _expanded(self, info: OpInfo, pos: list[Val], base: T, n: ast.AST) -> Site | None:
         """Where the expand was, when the view ``info`` makes of ``base`` broadcasts a dimension (``expand``,
         ``expand_as``, ``broadcast_to``; not ``x.expand(-1, -1)``), or keeps one its base broadcast (a transpose, an
@@ -979,6 +1010,18 @@ class Calls(AnalyzerCore):
             prov = prov | {self.graph_use(module)}
         # 1. in-place writes
         mutated: T | None = None
+        saving = grad_on and any_rg and (info.output_requires_grad or bool(info.mutates))
+        presaved: set[str] = set()
+        if saving and info.mutates:
+            # An operand the op saves that is (a view of) the tensor it writes, `y[:, 1:] *= y[:, :1]`, `y.mul_(y)`:
+            # it is saved before the write, which then changes it (torch raises in backward). Save it first.
+            written = frozenset(s for m in info.mutates if isinstance(mv := bound.get(m), T) for s in mv.storages)
+            for a in info.saved_args(rgmap):
+                if a not in info.mutates and any(
+                        not sv.maybe_tensor and not sv.storages.isdisjoint(written) for sv in tensors_in(bound.get(a))):
+                    presaved.add(a)
+            if presaved:
+                prov |= self._save_args(info, bound, presaved, n, st, display, receiver_node, in_seq, module)
         for m in info.mutates:
             mv = bound.get(m)
             if isinstance(mv, T):
@@ -1039,29 +1082,10 @@ class Calls(AnalyzerCore):
         site = self.site(n)
         if module is not None and in_seq is not None and module.ctor is not None:
             site = module.ctor
-        if grad_on and any_rg and (info.output_requires_grad or info.mutates):
+        if saving:
             # (an op whose result never requires grad, like isfinite, builds no graph anyone can backward through)
-            for a in info.saved_args(rgmap):
-                for sv in tensors_in(bound.get(a)):
-                    if info.kind == "operator" and sv.maybe_tensor:
-                        continue
-                    if st.autocast and a in info.autocast_casts:
-                        continue
-                    if a.startswith("self."):
-                        what = f"its {a[5:]}"
-                    else:
-                        argtext = self._arg_text(n, info, a, receiver_node) if in_seq is None else ""
-                        what = f"its input `{argtext}`" if argtext and len(argtext) <= 40 else "its input"
-                    if self.inference_spans and not st.inference and not sv.maybe_tensor and not st.silent \
-                            and self.inference_tensor(sv) and any(
-                                isinstance(v, T) and v.rg == YES and not v.maybe_tensor for v in bound.values()):
-                        # made inside inference_mode, and this op must keep it for a graph: torch refuses at the op
-                        self.report(Hazard("inference_saved", "call", self.site(n), self.stmt_site(), display,
-                                           self.text(n), extra=(("what", what),)))
-                    self.save(sv, st, SaveRecord(display, what, site, info.name,
-                                                 sv.view_site if sv.view is not None else None, a))
-                    if sv.leaf:
-                        prov |= {self.graph_use(s) for s in sv.storages if s.leaf}
+            prov |= self._save_args(info, bound, [a for a in info.saved_args(rgmap) if a not in presaved], n, st,
+                                    display, receiver_node, in_seq, module)
         # 3. the result
         cplx = info.name in _COMPLEX_MAKERS or _complex_dtype(bound.get("dtype")) or (
             info.name not in _REAL_MAKERS and any(isinstance(v, T) and v.cplx for v in bound.values()))

@@ -6,6 +6,10 @@ def _target_phrase(h: Hazard) -> str:
     r = h.saves[0] if h.saves else None
     if r is None:
         return "a tensor saved for backward"
+    if r.site == h.site and r.what.startswith("its input"):
+        # the op saved one of its own operands, a view of the tensor it writes (`y[:, 1:] *= y[:, :1]`)
+        return (f"the storage of another operand of {r.op}, which {r.op} itself saves for backward, before this very "
+                f"write changes it")
     out = output_phrase(r)
     if out is not None:
         return f"{out} of {r.op} ({at(r.site, h)}), which {r.op} saved for backward"
