@@ -38,6 +38,7 @@ INPLACE_ERRORS = (
     "Some elements marked as dirty during the forward method were not returned as output",
     "ctx.mark_dirty() received a tensor that was not an input",
     "Trying to backward outside of the 'allow_mutation_on_saved_tensors' context",  # an AssertionError
+    "more than one element of the written-to tensor refers to a single memory location",  # an expanded tensor
 )
 
 # Imports torch once, then forks a child per script: the child runs it as __main__ with its own stderr.
