@@ -24,6 +24,7 @@ INPLACE_ERRORS = (
     "is a view and is being modified inplace",
     "is a view and its base or another view of its base has been modified inplace",  # a stale multi-output view
     "A view was created in no_grad mode",
+    "A view was created in inference mode and its base or another view of its base has been modified inplace",
     "In-place leakyReLu backward calculation is triggered with a negative slope",
     "In-place elu backward calculation is triggered with a negative slope",
     "functions with out=... arguments don't support automatic differentiation",
