@@ -694,6 +694,7 @@ FAMILIES: tuple[tuple[str, str], ...] = (
     ("Can't detach views in-place", "detach_view"),
     ("cannot resize variables that require grad", "resize"),
     ("In-place leakyReLu backward calculation is triggered with a negative slope", "leaky_relu"),
+    ("more than one element of the written-to tensor refers to a single memory location", "overlap"),
 )
 
 

@@ -35,6 +35,8 @@ FIX = {
              "or work on a copy (`x = x.clone()`) / an out-of-place result",
     "GG302": "views returned by unbind/split/chunk (or by a custom autograd.Function) cannot be modified in "
              "place: `.clone()` the view first, or compute the new value out of place",
+    "GG305": "an expanded tensor's elements share memory: `.clone()` it where it is expanded before writing into "
+             "it, or compute the new value out of place",
 }
 
 _INPLACE_ACTIVATION_FUNCS = re.compile(
@@ -251,7 +253,7 @@ FAMILY_CODE = {
     "view": "GG302", "custom_view": "GG302", "no_grad_view": "GG302", "inference_view": "GG302",
     "detach_view": "GG302", "dirty_view": "GG302", "inference": "GG302", "inference_saved": "GG302",
     "out": "GG104", "pack_hook": "GG101", "dirty_unreturned": "GG101", "leaky_relu": "GG102",
-    "base_modified": "GG302",
+    "base_modified": "GG302", "overlap": "GG305",
 }
 
 FAMILY_FIX = {
@@ -284,6 +286,8 @@ FAMILY_FIX = {
     "base_modified": "do not change the base of a view in place while the view is still used: make the view after "
                      "the change, or change a `.clone()` of the base; views made under `no_grad`/`inference_mode` or "
                      "returned by unbind/split/chunk cannot follow such changes",
+    "overlap": "clone the expanded tensor where it is made (`x = row.expand(n, -1).clone()`), so that each element "
+               "has its own memory, or compute the new value out of place",
     "leaky_relu": "use the out-of-place form (`F.leaky_relu(x, slope)`, `nn.LeakyReLU(slope)` without "
                   "`inplace=True`): the in-place form needs a non-negative slope, its backward reads the result",
 }
@@ -351,6 +355,9 @@ def _forward_message(inc: dict[str, Any]) -> str:
         return f"`detach_` on {recv}, a view of {bname}{_where(bor)}: views cannot be detached in place"
     if kind == "resize":
         return f"`resize_` on {recv}, a tensor that requires grad"
+    if kind == "overlap":
+        return (f"`{op}` writes in place into {recv}, whose elements share memory (an expanded tensor"
+                f"{_where(origin)}): torch refuses to write several values into one location")
     fn = f"`{inc['function']}`" if inc.get("function") else "a custom autograd.Function"
     if kind == "dirty_view":
         return (f"{fn} modifies its input {recv} in place (`ctx.mark_dirty`), a view of {bname}, and returns more "
