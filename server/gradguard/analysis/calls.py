@@ -1014,11 +1014,12 @@ class Calls(AnalyzerCore):
         presaved: set[str] = set()
         if saving and info.mutates:
             # An operand the op saves that is (a view of) the tensor it writes, `y[:, 1:] *= y[:, :1]`, `y.mul_(y)`:
-            # it is saved before the write, which then changes it (torch raises in backward). Save it first.
+            # it is saved before the write, which then changes it (torch raises in backward). Save it first. (Not
+            # for an unknown argument itself, which may as well be a detached one.)
             written = frozenset(s for m in info.mutates if isinstance(mv := bound.get(m), T) for s in mv.storages)
             for a in info.saved_args(rgmap):
-                if a not in info.mutates and any(
-                        not sv.maybe_tensor and not sv.storages.isdisjoint(written) for sv in tensors_in(bound.get(a))):
+                if a not in info.mutates and any(not sv.maybe_tensor and sv.rg == YES and not sv.storages.isdisjoint(
+                        written) for sv in tensors_in(bound.get(a))):
                     presaved.add(a)
             if presaved:
                 prov |= self._save_args(info, bound, presaved, n, st, display, receiver_node, in_seq, module)
