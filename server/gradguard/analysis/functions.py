@@ -131,7 +131,7 @@ class Functions(Summaries):
         """A recursion that walks down a module tree (`for child in model.children(): add_hooks(child)`): the call is
         given a module that none of the running calls of ``fi`` was given. It is followed, a few levels deep, as
         Python runs it; any other recursion is cut."""
-        obj = _first_module(pos)
+        obj = _first_module(_args(fi, pos))
         if obj is None:
             return False
         runs = [o for f, o in zip(self.active, self.active_objs) if f is fi]
@@ -234,7 +234,7 @@ class Functions(Summaries):
             cfr.grad_in = any(t.rg == YES and not t.maybe_tensor
                               for v in pos[1 if self_obj is not None else 0:] for t in tensors_in(v))
         self.active.append(fi)
-        self.active_objs.append(_first_module(pos))
+        self.active_objs.append(_first_module(_args(fi, pos)))
         saved_stmt, saved_mod = self.cur_stmt, self.mod
         if fi.mod is not None:
             self.mod = fi.mod
@@ -418,6 +418,11 @@ def _arg_sites(an: Any, n: ast.AST, pos: list[Val], kw: dict[str, Val]) -> tuple
 
 
 MAX_RECURSION = 3  # running calls of one function that a walk down a module tree may nest
+
+
+def _args(fi: FuncInfo, pos: list[Val]) -> list[Val]:
+    """The arguments a call gives, without the bound `self` of a method (`self.add_hooks(child)` walks `child`)."""
+    return pos[1:] if fi.cls is not None and pos and not fi.is_static else pos
 
 
 def _first_module(pos: list[Val]) -> Obj | None:
