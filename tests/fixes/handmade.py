@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from gradguard.fixes.builders import OUT_OF_PLACE
+from gradguard.fixes.context import OUT_OF_PLACE
 from gradguard.model import Finding, Mutation, Span
 
 

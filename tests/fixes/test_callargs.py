@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from gradguard.fixes import builders
+from gradguard.fixes import arguments
 from gradguard.fixes.callargs import rewrite_call
 
 libcst = pytest.importorskip("libcst")
@@ -33,11 +33,11 @@ def cases():
 
 
 def test_same_as_libcst() -> None:
-    builders._libcst.cache_clear()
+    arguments._libcst.cache_clear()
     n = 0
     for text, kw, index in cases():
         for replace in (None, "False"):
-            want = builders._rewrite_call(text, kw, index, replace)
+            want = arguments._rewrite_call(text, kw, index, replace)
             got = rewrite_call(text, kw, index, replace)
             assert got == want, (text, kw, index, replace)
             n += want is not None
@@ -45,6 +45,6 @@ def test_same_as_libcst() -> None:
 
 
 def test_without_libcst(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(builders, "_libcst", lambda: None)
-    assert builders._rewrite_call("F.relu(x, inplace=True)", "inplace") == "F.relu(x)"
-    assert builders._rewrite_call("nn.ReLU(True)", None, 0, "False") == "nn.ReLU(False)"
+    monkeypatch.setattr(arguments, "_libcst", lambda: None)
+    assert arguments._rewrite_call("F.relu(x, inplace=True)", "inplace") == "F.relu(x)"
+    assert arguments._rewrite_call("nn.ReLU(True)", None, 0, "False") == "nn.ReLU(False)"

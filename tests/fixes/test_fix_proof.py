@@ -28,7 +28,8 @@ HANDMADE_CASES = [c for c in proof.corpus_cases() if c.id in EXPECTED]
 
 def hatch_finder(source: str, path: str) -> list:
     """The analyzer's findings on the original file, each offering only the escape hatch (when it applies)."""
-    from gradguard.fixes.builders import Ctx, _escape_hatch
+    from gradguard.fixes.context import Ctx
+    from gradguard.fixes.shared import _escape_hatch
     from gradguard.model import Fix
 
     if source != Path(path).read_text(encoding="utf-8"):

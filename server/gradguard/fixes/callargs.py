@@ -1,5 +1,5 @@
 """Remove or replace one argument of a call, keeping the rest of the text byte for byte: the standard library's
-``tokenize`` does what ``libcst`` does in :func:`gradguard.fixes.builders._rewrite_call`.
+``tokenize`` does what ``libcst`` does in :func:`gradguard.fixes.arguments._rewrite_call`.
 
 libcst's parser is a compiled extension, so the language server shipped inside the VS Code extension (pure Python,
 any platform) runs without it: there, and wherever libcst is missing, fixes use this module. It reproduces
