@@ -878,11 +878,12 @@ class Calls(AnalyzerCore):
                 if t.view_site is not None:
                     related += ((t.view_site, "the view was made here, with grad off" if nograd
                                  else f"the views were made here ({t.view_op})"),)
-                # A view made with grad off goes stale through an in-place write into its base: that write (in this
-                # file) is the finding, as any write that breaks what autograd needs, and the use is where torch
-                # raises. (Several views made with grad on go stale through a step, too: their finding stays at
-                # the use, the first place their graph is asked for.)
-                at_write = nograd and w[0].path == use.path and w[0].line != use.line
+                # A view made with grad off, or one of several views, goes stale through an in-place write into its
+                # base (or another view of it): that write (in this file) is the finding, as any write that breaks
+                # what autograd needs, and the use is where torch raises. Several views made with grad on also go
+                # stale through an optimizer step; that finding stays at the use, the first place their graph is
+                # asked for (the step is where it belongs, not what to change).
+                at_write = (nograd or not w[2]) and w[0].path == use.path and w[0].line != use.line
                 if at_write:
                     related += ((use, f"`{text}` is used here ({display}), with grad on: torch raises here"),)
                 else:

@@ -548,28 +548,29 @@ class AnalyzerCore:
         for s in val.storages:
             wrote[s] = w
 
-    def stale_view(self, v: T, st: State) -> tuple[Site, str] | None:
+    def stale_view(self, v: T, st: State) -> tuple[Site, str, bool] | None:
         """One of several views made at stamp ``v.made`` whose storage was written in place since (by a write
-        through any alias, or by an optimizer step or update of the parameter it views): where, and by what.
+        through any alias, or by an optimizer step or update of the parameter it views): where, by what, and
+        whether it was a step.
         Every storage the view may be of must have been written: a view the analysis could not tell apart from
         another tensor (two storages) is not stale because the other one changed."""
-        last: tuple[int, Site, str] | None = None
+        last: tuple[int, Site, str, bool] | None = None
         wrote = st.heap.wrote
         for s in v.storages:
-            mine: tuple[int, Site, str] | None = None
+            mine: tuple[int, Site, str, bool] | None = None
             w = wrote.get(s)
             if w is not None and w[0] > v.made:
-                mine = w
+                mine = (*w, False)
             if s.leaf or s.param_of is not None:
                 for e in st.heap.steps:
                     if e.stamp > v.made and (s in e.owners or (s.param_of is not None and s.param_of in e.owners)) \
                             and (mine is None or e.stamp > mine[0]):
-                        mine = (e.stamp, e.inner or e.site, e.op)
+                        mine = (e.stamp, e.inner or e.site, e.op, True)
             if mine is None:
                 return None
             if last is None or mine[0] > last[0]:
                 last = mine
-        return (last[1], last[2]) if last is not None else None
+        return (last[1], last[2], last[3]) if last is not None else None
 
     def unreached(self, site: Site, recs: list[SaveRecord]) -> bool:
         """The write at ``site`` is in a function whose backwards cannot reach the ops of ``recs`` (see .reach)."""

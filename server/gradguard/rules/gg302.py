@@ -45,7 +45,9 @@ step on the parameter they came from, a write through the base or through anothe
 `no_grad`), the next op with grad on that reads one must rebuild its graph, which torch cannot do for a
 multi-output view: *Output 0 of UnbindBackward0 is a view and its base or another view of its base has been
 modified inplace*. The classic case keeps `list(weight)` (the rows of a Parameter) for a regulariser across
-training steps. Reading the views with grad off, or writing through `.data`, is fine.
+training steps. Reading the views with grad off, or writing through `.data`, is fine. The finding is on the write
+when it is an in-place op in the same file (the use where torch raises is related), and on the use after an
+optimizer step.
 
 A view made under `no_grad` (or `inference_mode`) of a tensor that requires grad goes stale the same way: once
 that tensor is written in place (in any mode), using the view in an op with grad on raises *A view was created in
@@ -167,6 +169,12 @@ for _ in range(2):
             wop = wop if " " in wop else f"`{wop}`"
             vs, ws = h.get("view_site"), h.get("write_site")
             made = f" ({_where(vs, h.site)})" if vs is not None else ""
+            if h.get("at_write") and not h.get("nograd"):
+                us = h.get("use_site")
+                use = h.op if " " in h.op else f"`{h.op}`"
+                return (f"{wop} modifies in place the tensor of which `{h.target}` is one of several views returned by "
+                        f"{src}{made}: torch cannot rebuild the graph of a multi-output view, and raises where {use} "
+                        f"uses it ({_where(us, h.site)})")
             if h.get("at_write"):
                 us = h.get("use_site")
                 use = h.op if " " in h.op else f"`{h.op}`"
