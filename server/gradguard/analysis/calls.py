@@ -1474,8 +1474,9 @@ def _strided(info: OpInfo, bound: dict[str, Val], base: T) -> bool:
 
 def _copies(info: OpInfo, bound: dict[str, Val], pos: list[Val], base: Val) -> bool:
     """A new tensor, not a view, when ``base`` is known not to be contiguous: ``x.contiguous()``, and a reshape to
-    one dimension (``x.reshape(-1)``, ``x.flatten()``), which cannot keep strided elements in a view. (Other
-    reshapes of it may still be views: splitting a dimension, merging ones the transpose did not touch.)"""
+    one dimension (``x.reshape(-1)``, ``x.reshape(n)``, ``torch.reshape(x, (n,))``, ``x.flatten()``), which cannot
+    keep strided elements in a view. (Other reshapes of it may still be views: splitting a dimension, merging ones
+    the transpose did not touch.)"""
     if not (isinstance(base, T) and base.noncontig):
         return False
     short = _short(info)
@@ -1488,7 +1489,7 @@ def _copies(info: OpInfo, bound: dict[str, Val], pos: list[Val], base: Val) -> b
         shape = [v for v in pos[1:] if not isinstance(v, T)]
         if len(shape) == 1 and isinstance(shape[0], Seq) and shape[0].items is not None:
             shape = list(shape[0].items)
-        return len(shape) == 1 and _is_num(shape[0], -1)
+        return len(shape) == 1 and isinstance(v := shape[0], Const) and v.known and type(v.value) is int
     return False
 
 
