@@ -34,6 +34,7 @@ from gradguard.analysis.common import (
 )
 from gradguard.analysis.core import AnalyzerCore
 from gradguard.analysis.hazards import Hazard, SaveRecord, Site
+from gradguard.analysis.overlap import CHECKED_METHODS
 from gradguard.analysis.state import Heap, State, join_states, split_paths
 from gradguard.analysis.summaries import Cloner
 from gradguard.analysis.values import (
@@ -1038,6 +1039,11 @@ class Calls(AnalyzerCore):
             mv = bound.get(m)
             if isinstance(mv, T):
                 tgt = target_text or self._arg_text(n, info, m, receiver_node)
+        if info.kind == "method" and isinstance(n, ast.Call) and receiver_node is not None and "self" in info.mutates \
+                and _short(info) in CHECKED_METHODS and self.read_overlap(
+                    bound.get("self"), receiver_node, [*n.args, *(k.value for k in n.keywords)], st, form="method",
+                    op=display, target=self.text(receiver_node), site=self.site(n)):
+            return bound["self"]  # `h[:-1].add_(h[1:])`: refused at the call
                 f = form or ("method" if info.kind == "method" else "function")
                 ex = extra
                 if f == "method" and isinstance(n, ast.Call):

@@ -23,6 +23,7 @@ from gradguard.analysis.common import (
 )
 from gradguard.analysis.hazards import Hazard, SaveRecord, Site
 from gradguard.analysis.namespace import ModuleCtx
+from gradguard.analysis.overlap import partial_overlap
 from gradguard.analysis.reach import BackwardReach
 from gradguard.analysis.state import MAX_SAVES, Heap, State, StepEvent
 from gradguard.analysis.values import (
@@ -416,6 +417,23 @@ class AnalyzerCore:
 
     def mutate(self, val: Val, st: State, *, form: str, node: ast.AST, op: str, target: str,
                extra: tuple[tuple[str, Any], ...] = (), no_grad_op: bool = False,
+    def read_overlap(self, val: Val, written: ast.AST, reads: list[ast.expr], st: State, *, form: str, op: str,
+                     target: str, site: Site) -> bool:
+        """An elementwise in-place op that writes ``written`` (a slice of a tensor, whose value is ``val``) and reads
+        another slice of that tensor overlapping it (``x[1:] += x[:-1]``): torch refuses it at the call, in any grad
+        mode (see .overlap). Reported; True when it was."""
+        if st.silent or not isinstance(val, T) or val.maybe_tensor or val.noncontig or val.expanded is not None:
+            return False
+        for r in reads:
+            if partial_overlap(written, r):
+                self.report(Hazard("overlap_read", form, site, self.stmt_site(), op, target,
+                                   related=((self.site(r), f"`{self.text(r)}` is read here: it overlaps "
+                                                           f"`{self.text(written)}` in memory"),),
+                                   extra=(("read_span", self.site(r)), ("read_text", self.text(r)),
+                                          ("written_text", self.text(written)))))
+                return True
+        return False
+
                site: Site | None = None, related: tuple[tuple[Site, str], ...] = (), operands_rg: bool = False,
                operands_yes: bool = False, param_step: bool = True) -> None:
         """An in-place write to ``val`` (``operands_rg``: another operand of the op may require grad;

@@ -163,6 +163,10 @@ class Statements(AnalyzerCore):
                 # `feats[i] += y` on an item of a Python list: Python puts the result back into the list, so
                 # `feats[i] = feats[i] + y` writes nothing a graph holds (a clone of the list is no fix)
                 extra = (*extra, ("list_item", True))
+            if isinstance(s.target, ast.Subscript) and self.read_overlap(
+                    self.ev(s.target.value, st, fr), s.target, [s.value], st, form="augassign", op=sym, target=tgt,
+                    site=self.site(s)):
+                return st  # `x[1:] += x[:-1]`: refused at the write
             if info is not None:
                 out = self.apply(info, [cur, rhs], {}, s, st, fr, display=sym, form="augassign", target_text=tgt,
                                  extra=extra)
@@ -284,6 +288,11 @@ class Statements(AnalyzerCore):
                         extra = (*extra, ("overlap_index", how))
                 op = "item assignment" if not isinstance(stmt, ast.AugAssign) else \
                     f"`{OPSYM.get(type(stmt.op), '+')}=` item assignment"
+                value_node = getattr(stmt, "value", None)
+                if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(value_node, ast.expr) \
+                        and self.read_overlap(base, t, [value_node], st, form="setitem", op=op, target=tgt,
+                                              site=self.site(t)):
+                    return  # `buf[:-1] = buf[1:]`: refused at the write
                 self.mutate(base, st, form="setitem", node=t, op=op, target=tgt, extra=extra,
                             operands_yes=isinstance(v, T) and v.rg == YES and not v.maybe_tensor)
                 if info is not None and not st.no_grad:

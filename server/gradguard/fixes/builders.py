@@ -26,6 +26,7 @@ from gradguard.fixes.contracts import (
     _inference_saved,
     _inference_stats,
     _overlap,
+    _overlap_read,
 )
 from gradguard.fixes.loops import _carry, _step
 from gradguard.fixes.methods import _apply_view_arg, _foreach, _function, _method, _stale_views
@@ -35,6 +36,7 @@ from gradguard.model import Edit, Finding, Fix
 _KIND_BUILDERS: dict[str, Callable[[Ctx], list[Fix]]] = {
     "inference_stats": _inference_stats,
     "overlap": _overlap,
+    "overlap_read": _overlap_read,
     "dirty_not_returned": _dirty_returned,
     "dirty_not_input": _dirty_drop,
     "inference_saved": _inference_saved,

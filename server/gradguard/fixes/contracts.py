@@ -183,6 +183,17 @@ def _overlap(ctx: Ctx) -> list[Fix]:
                 (_insert(es.end_line, es.end_column, ".clone()"),), kind="clone-expanded")]
 
 
+def _overlap_read(ctx: Ctx) -> list[Fix]:
+    """An in-place op that reads a slice of the tensor it writes, overlapping it (``x[1:] += x[:-1]``): clone what
+    it reads. Every element is then computed from the values before the write, which is what the line says (and
+    what NumPy does with overlapping operands)."""
+    rs = _sp(ctx.ex.get("read_span"))
+    if rs is None or rs.line != rs.end_line:
+        return []
+    return [Fix(f"Clone what is read: `{_short(ctx.text(rs), 32)}.clone()` (the values before the write)", True,
+                (_insert(rs.end_line, rs.end_column, ".clone()"),), kind="clone-read")]
+
+
 def _inference_stats(ctx: Ctx) -> list[Fix]:
     """A normalization layer built inside ``inference_mode()`` and trained: build it under ``no_grad()`` instead (the
     ``with`` around its constructor), so its running statistics are ordinary buffers. Everything made in that block
