@@ -115,6 +115,8 @@ class Calls(AnalyzerCore):
                 v = self.ev(a.value, st, fr)
                 if isinstance(v, Seq) and v.items is not None:
                     pos.extend(v.items)
+                elif isinstance(v, Obj) and (items := known_items(v)) is not None:
+                    pos.extend(items)  # `nn.Sequential(*block)` with `block` a ModuleList: its modules, in order
                 elif isinstance(v, Alt):
                     pos.append(Seq(None, v, "staralt"))  # alternatives, expanded by container constructors
                 else:
@@ -468,6 +470,8 @@ class Calls(AnalyzerCore):
             # dict(block=Bottleneck, layers=[3, 4, 6, 3]), dict(model_args, **kwargs): a keyed dict when the
             # entries are all shown
             base = pos[0].entries() if pos and isinstance(pos[0], Seq) else {} if not pos else None
+            if base is None and pos and isinstance(pos[0], Seq) and pos[0].items is not None:
+                base = _pairs(pos[0].items)  # dict(model.named_modules()): (known name, module) pairs
             if base is not None:
                 return Seq.keyed({**base, **kw})
         if name == "len" and pos:
@@ -1035,15 +1039,16 @@ class Calls(AnalyzerCore):
                     presaved.add(a)
             if presaved:
                 prov |= self._save_args(info, bound, presaved, n, st, display, receiver_node, in_seq, module)
-        for m in info.mutates:
-            mv = bound.get(m)
-            if isinstance(mv, T):
-                tgt = target_text or self._arg_text(n, info, m, receiver_node)
         if info.kind == "method" and isinstance(n, ast.Call) and receiver_node is not None and "self" in info.mutates \
                 and _short(info) in CHECKED_METHODS and self.read_overlap(
                     bound.get("self"), receiver_node, [*n.args, *(k.value for k in n.keywords)], st, form="method",
                     op=display, target=self.text(receiver_node), site=self.site(n)):
             return bound["self"]  # `h[:-1].add_(h[1:])`: refused at the call
+        for m in info.mutates:
+            mv = bound.get(m)
+            if isinstance(mv, T):
+                tgt = target_text or (f"{self.seq_prev}(…)" if in_seq is not None and self.seq_prev else
+                                      self._arg_text(n, info, m, receiver_node))
                 f = form or ("method" if info.kind == "method" else "function")
                 ex = extra
                 if f == "method" and isinstance(n, ast.Call):
@@ -1525,6 +1530,20 @@ def _all_ones(v: Val | None) -> bool:
     if isinstance(v, Seq):
         return v.items is not None and len(v.items) > 0 and all(_is_num(x, 1) for x in v.items)
     return v is not None and _is_num(v, 1)
+
+
+def _pairs(items: tuple[Val, ...]) -> dict[str, Val] | None:
+    """The entries of ``dict(items)`` when each item is a pair whose first element is a known string (the later of
+    two equal keys wins, as in Python); None otherwise."""
+    out: dict[str, Val] = {}
+    for it in items:
+        if not (isinstance(it, Seq) and it.items is not None and len(it.items) == 2):
+            return None
+        k = known_str(it.items[0])
+        if k is None:
+            return None
+        out[k] = it.items[1]
+    return out
 
 
 def _is_num(v: Val, n: int) -> bool:

@@ -376,7 +376,7 @@ def scope_nodes(scope: ast.AST) -> tuple[ast.AST, ...]:
 # names picked apart or normalised before a table lookup (`get_act_layer(name)`: `name.lower()`)
 STR_METHODS = frozenset({
     "lower", "upper", "casefold", "strip", "lstrip", "rstrip", "replace", "startswith", "endswith",
-    "removeprefix", "removesuffix", "split", "rsplit", "find", "rfind", "count",
+    "removeprefix", "removesuffix", "split", "rsplit", "find", "rfind", "count", "format", "capitalize", "title",
 })
 
 

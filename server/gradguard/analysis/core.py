@@ -78,6 +78,8 @@ class AnalyzerCore:
         self.mod = self.root  # the module whose code runs now (positions and text refer to it)
         self.loaded: dict[str, ModuleCtx] = {}  # other modules this analysis reached, by absolute path
         self.quiet = 0  # > 0 while other modules' top-level names are evaluated: no hazards, no inlining
+        # the entry before the one an nn.Sequential is running (its output is what this entry gets), by name
+        self.seq_prev: str | None = None
         self.foreign_used = 0  # statements run in other modules' code (see Functions.affordable)
         self.foreign_limit = FOREIGN_MODULE_LEVEL
         # (see set_attr, Statements.s_If) per open branch: (o, "attrs", "params" or "entries", name, the value before)
@@ -415,8 +417,6 @@ class AnalyzerCore:
                 return Site.of(node, self.mod.path), name
         return None
 
-    def mutate(self, val: Val, st: State, *, form: str, node: ast.AST, op: str, target: str,
-               extra: tuple[tuple[str, Any], ...] = (), no_grad_op: bool = False,
     def read_overlap(self, val: Val, written: ast.AST, reads: list[ast.expr], st: State, *, form: str, op: str,
                      target: str, site: Site) -> bool:
         """An elementwise in-place op that writes ``written`` (a slice of a tensor, whose value is ``val``) and reads
@@ -434,6 +434,8 @@ class AnalyzerCore:
                 return True
         return False
 
+    def mutate(self, val: Val, st: State, *, form: str, node: ast.AST, op: str, target: str,
+               extra: tuple[tuple[str, Any], ...] = (), no_grad_op: bool = False,
                site: Site | None = None, related: tuple[tuple[Site, str], ...] = (), operands_rg: bool = False,
                operands_yes: bool = False, param_step: bool = True) -> None:
         """An in-place write to ``val`` (``operands_rg``: another operand of the op may require grad;

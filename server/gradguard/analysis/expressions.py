@@ -202,9 +202,24 @@ class Expressions(AnalyzerCore):
         return Seq.keyed(keyed) if keyed is not None else Seq.of(vals, "dict")
 
     def e_JoinedStr(self, n: ast.JoinedStr, st: State, fr: Frame) -> Val:
+        """An f-string: known when every part is a known string or int shown plainly (`f"layer{i}"` in an unrolled
+        loop, a name `getattr` or `add_module` then uses)."""
+        parts: list[str] = []
+        known = True
         for v in n.values:
-            self.ev(v, st, fr)
-        return Const("", known=False)
+            if isinstance(v, ast.Constant) and isinstance(v.value, str):
+                parts.append(v.value)
+                continue
+            if isinstance(v, ast.FormattedValue):
+                x = self.ev_nograd(v.value, st, fr)  # (f"{x.min()}": formatted for a message, never part of a graph)
+                if known and v.format_spec is None and v.conversion in (-1, ord("s")) and isinstance(x, Const) \
+                        and x.known and type(x.value) in (str, int):
+                    parts.append(str(x.value))
+                    continue
+            else:
+                self.ev(v, st, fr)
+            known = False
+        return Const("".join(parts)) if known else Const("", known=False)
 
     def e_FormattedValue(self, n: ast.FormattedValue, st: State, fr: Frame) -> Val:
         self.ev_nograd(n.value, st, fr)  # f"{x.min()}": formatted for a message, never part of a graph
@@ -323,6 +338,14 @@ class Expressions(AnalyzerCore):
         if len(n.ops) == 1 and isinstance(n.ops[0], (ast.In, ast.NotIn)) and isinstance(vals[1], Seq) \
                 and (ents := vals[1].entries()) is not None and (name := known_str(vals[0])) is not None:
             return Const((name in ents) == isinstance(n.ops[0], ast.In))  # `"inplace" in kwargs`
+        if len(n.ops) == 1 and isinstance(n.ops[0], (ast.In, ast.NotIn)) and isinstance(vals[1], Seq) \
+                and vals[1].kind in ("tuple", "list") and vals[1].items is not None \
+                and isinstance(vals[0], Const) and vals[0].known and type(vals[0].value) in (str, int) \
+                and all(isinstance(x, Const) and x.known and not isinstance(x, Cond) for x in vals[1].items):
+            # `name in ("conv_1", "conv_2")`: a known name among known ones
+            found = any(type(x.value) is type(vals[0].value) and x.value == vals[0].value  # type: ignore[union-attr]
+                        for x in vals[1].items)
+            return Const(found == isinstance(n.ops[0], ast.In))
         if any(isinstance(v, T) for v in vals):
             return fresh("comparison", rg=NO)
         return UNKNOWN_NUM

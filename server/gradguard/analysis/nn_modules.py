@@ -389,7 +389,10 @@ class NNModules(Summaries):
         if name in ("add_module", "register_module") and len(pos) >= 2:
             # a name built at run time (`"block{}".format(i)`) is still a child, run in the order it was added; it is
             # kept under a key no attribute read can spell
-            key = str(pos[0].value) if isinstance(pos[0], Const) and pos[0].known else f"<{name} at line {n.lineno}>"
+            # (each call adds its own: in a loop, `model.add_module(name, layer)` with a name not known here adds one
+            # child per pass, as it does when run, not one that each pass replaces)
+            key = str(pos[0].value) if isinstance(pos[0], Const) and pos[0].known \
+                else f"<{name} at line {n.lineno}, child {len(o.attrs)}>"
             before = o.attrs.get(key)
             self.set_attr(o, key, pos[1])
             if o.kind == "sequential" or _sequential_subclass(o):  # (`class ConvBn(nn.Sequential)` adding its layers)
@@ -851,15 +854,24 @@ class NNModules(Summaries):
                 # in a loop of unknown length: [ReLU(inplace=True), conv, bn] * n)
                 items = ()
                 cur = self.new_tensor([cur], st, "module", min_rg=MAYBE) if isinstance(cur, T) else UNKNOWN
+            prev: str | None = None  # what the entry gets is the output of the one before it, after the first
             for m in items:
                 if isinstance(m, Seq) and m.kind == "tuple" and m.items and len(m.items) == 2:  # OrderedDict pairs
                     m = m.items[1]
                 if isinstance(m, Obj):
-                    cur = self.call_obj(m, [cur], {}, n, st, fr, in_seq=o if m.kind == "torch" else None)
+                    outer, self.seq_prev = self.seq_prev, prev
+                    try:
+                        cur = self.call_obj(m, [cur], {}, n, st, fr, in_seq=o if m.kind == "torch" else None)
+                    finally:
+                        self.seq_prev = outer
+                    prev = (m.qual.rsplit(".", 1)[-1] if m.qual else m.info.name if m.info is not None else None) \
+                        or None
                 elif isinstance(m, (Func, Bound)):
                     cur = self.call(m, [cur], {}, n, st, fr)
+                    prev = None
                 else:
                     cur = self.new_tensor([cur], st, "module", min_rg=MAYBE) if isinstance(cur, T) else UNKNOWN
+                    prev = None
             results.append((cur, st.heap))
         if len(results) == 1:
             return results[0][0]
