@@ -276,7 +276,12 @@ class Flow:
                         # `x += v` on a tensor handed in (or not known to be made here) writes into the caller's
                         self._edge((frozenset({_OUT}), frozenset(src)))
                 for t in targets:
-                    self._to_target(t, src)
+                    if _values_indices(s.value) and isinstance(t, ast.Tuple) and len(t.elts) == 2:
+                        # `_, idx = (-dist).max(1)`: the values carry the graph on, the indices carry none
+                        self._to_target(t.elts[0], src)
+                        self._to_target(t.elts[1], set())
+                    else:
+                        self._to_target(t, src)
                 exprs.append(s.value)
                 exprs.extend(targets)
         elif isinstance(s, (ast.For, ast.AsyncFor)):
@@ -391,9 +396,8 @@ class Flow:
         if best is None:
             return None
         if isinstance(best, ast.Assign) and len(best.targets) == 1 and isinstance(best.targets[0], ast.Tuple) \
-                and len(best.targets[0].elts) == 2 and isinstance(best.value, ast.Call) \
-                and _same(Site.of(best.value), site) and _call_name(best.value) in _VALUES_INDICES \
-                and (_call_name(best.value) not in _WITH_DIM_ONLY or _dim_given(best.value)):
+                and len(best.targets[0].elts) == 2 and _values_indices(best.value) \
+                and _same(Site.of(best.value), site):
             # `_, idx = torch.max(x, 1)`: only the values carry the graph; the indices (which max saved) do not
             first = best.targets[0].elts[0]
             return {n.id for n in ast.walk(first) if isinstance(n, ast.Name)}
@@ -624,6 +628,12 @@ def _free_names(d: ast.AST) -> set[str]:
         elif isinstance(n, (ast.Global, ast.Nonlocal)):
             loads.update(n.names)
     return loads - bound
+
+
+def _values_indices(v: ast.expr | None) -> bool:
+    """``x.max(1)``, ``torch.sort(x)``, ``x.topk(k)``: a call returning (values, indices)."""
+    return isinstance(v, ast.Call) and _call_name(v) in _VALUES_INDICES \
+        and (_call_name(v) not in _WITH_DIM_ONLY or _dim_given(v))
 
 
 def _dim_given(c: ast.Call) -> bool:
