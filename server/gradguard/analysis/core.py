@@ -417,7 +417,7 @@ class AnalyzerCore:
                 return Site.of(node, self.mod.path), name
         return None
 
-    def read_overlap(self, val: Val, written: ast.AST, reads: list[ast.expr], st: State, *, form: str, op: str,
+    def read_overlap(self, val: Val | None, written: ast.AST, reads: list[ast.expr], st: State, *, form: str, op: str,
                      target: str, site: Site) -> bool:
         """An elementwise in-place op that writes ``written`` (a slice of a tensor, whose value is ``val``) and reads
         another slice of that tensor overlapping it (``x[1:] += x[:-1]``): torch refuses it at the call, in any grad

@@ -340,12 +340,12 @@ class Expressions(AnalyzerCore):
             return Const((name in ents) == isinstance(n.ops[0], ast.In))  # `"inplace" in kwargs`
         if len(n.ops) == 1 and isinstance(n.ops[0], (ast.In, ast.NotIn)) and isinstance(vals[1], Seq) \
                 and vals[1].kind in ("tuple", "list") and vals[1].items is not None \
-                and isinstance(vals[0], Const) and vals[0].known and type(vals[0].value) in (str, int) \
-                and all(isinstance(x, Const) and x.known and not isinstance(x, Cond) for x in vals[1].items):
+                and isinstance(key := vals[0], Const) and key.known and type(key.value) in (str, int):
             # `name in ("conv_1", "conv_2")`: a known name among known ones
-            found = any(type(x.value) is type(vals[0].value) and x.value == vals[0].value  # type: ignore[union-attr]
-                        for x in vals[1].items)
-            return Const(found == isinstance(n.ops[0], ast.In))
+            among = [x.value for x in vals[1].items if isinstance(x, Const) and x.known and not isinstance(x, Cond)]
+            if len(among) == len(vals[1].items):
+                found = any(type(x) is type(key.value) and x == key.value for x in among)
+                return Const(found == isinstance(n.ops[0], ast.In))
         if any(isinstance(v, T) for v in vals):
             return fresh("comparison", rg=NO)
         return UNKNOWN_NUM

@@ -42,7 +42,8 @@ def _first_dim_range(node: ast.AST) -> tuple[int, int] | None:
     sl = node.slice
     rest: list[ast.expr] = []
     if isinstance(sl, ast.Tuple) and sl.elts:
-        sl, rest = sl.elts[0], list(sl.elts[1:])
+        rest = list(sl.elts[1:])
+        sl = sl.elts[0]
     if not isinstance(sl, ast.Slice) or (sl.step is not None and _bound(sl.step, 1) != 1):
         return None
     for r in rest:

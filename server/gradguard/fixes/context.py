@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -119,6 +119,19 @@ class Ctx:
         parts += self.lines[sp.line:sp.end_line - 1]
         parts.append(self.lines[sp.end_line - 1][:sp.end_column - 1])
         return "\n".join(parts)
+
+    def enclosing(self, line: int) -> Iterator[tuple[int, str]]:
+        """The lines that open the blocks around ``line``, innermost first (by indentation): (line, stripped text)."""
+        ind = len(self.indent(line))
+        for j in range(line - 1, 0, -1):
+            t = self.lines[j - 1]
+            s = t.strip()
+            if not s or s.startswith("#"):
+                continue
+            ti = len(t) - len(t.lstrip())
+            if ti < ind:
+                yield j, s
+                ind = ti
 
     def indent(self, line: int) -> str:
         t = self.lines[line - 1]

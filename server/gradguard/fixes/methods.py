@@ -228,22 +228,13 @@ def _index_instead_of_iterating(ctx: Ctx, name: str) -> list[Fix]:
     view_op = str(ctx.ex.get("view_op", ""))
     if "iterating" not in view_op and not view_op.startswith("unbind"):
         return []
-    line = ctx.m.stmt.line
-    ind = len(ctx.indent(line))
     hdr = 0
-    for j in range(line - 1, 0, -1):
-        t = ctx.lines[j - 1]
-        s = t.strip()
-        if not s or s.startswith("#"):
-            continue
-        ti = len(t) - len(t.lstrip())
-        if ti < ind:
-            if re.match(r"(async\s+)?for\b", s):
-                hdr = j
-                break
-            if re.match(r"(async\s+)?def\b|class\b", s):
-                return []
-            ind = ti
+    for j, s in ctx.enclosing(ctx.m.stmt.line):
+        if re.match(r"(async\s+)?for\b", s):
+            hdr = j
+            break
+        if re.match(r"(async\s+)?def\b|class\b", s):
+            return []
     if not hdr:
         return []
     text = ctx.lines[hdr - 1]

@@ -35,20 +35,11 @@ def _is_parameter_attr(ctx: Ctx, node: ast.AST) -> bool:
 
 def _in_no_grad(ctx: Ctx) -> bool:
     """Is the statement inside a ``with torch.no_grad():`` block (found by indentation)?"""
-    line = ctx.m.stmt.line
-    ind = len(ctx.indent(line))
-    for i in range(line - 1, 0, -1):
-        t = ctx.lines[i - 1]
-        s = t.strip()
-        if not s or s.startswith("#"):
-            continue
-        ti = len(t) - len(t.lstrip())
-        if ti < ind:
-            if re.match(r"with\b.*\bno_grad\(\)", s) or re.match(r"with\b.*\binference_mode\(", s):
-                return True
-            if re.match(r"(async\s+)?def\b|class\b", s):
-                return False
-            ind = ti
+    for _j, s in ctx.enclosing(ctx.m.stmt.line):
+        if re.match(r"with\b.*\bno_grad\(\)", s) or re.match(r"with\b.*\binference_mode\(", s):
+            return True
+        if re.match(r"(async\s+)?def\b|class\b", s):
+            return False
     return False
 
 
