@@ -1262,6 +1262,19 @@ class Calls(AnalyzerCore):
         """``t.requires_grad_(flag)`` / ``t.requires_grad = flag``: the tensor ``node`` names changes its flag."""
         if is_false(flag):
             made = t.with_(rg=NO, leaf=False)
+            # a module's parameter (`for p in model.llm.parameters(): p.requires_grad_(False)`): the module's own
+            # entry for it stops requiring grad too, as torch's flag is on the one tensor
+            # (a parameter got by iterating `.parameters()` stands for each parameter of its module)
+            for sto in t.storages:
+                owner = sto.param_of
+                if isinstance(owner, Obj):
+                    every = sto not in owner_storages(owner)
+                    if every and owner.kind == "torch":
+                        for k in ("weight", "bias"):  # a torch layer's parameters, made when first read
+                            self.module_param(owner, k)
+                    for k, pv in list(owner.params.items()):
+                        if isinstance(pv, T) and (every or sto in pv.storages) and pv.rg != NO:
+                            self.set_param(owner, k, pv.with_(rg=NO))
         else:
             leaf = t.view is None and not t.prov
             if leaf:  # the very tensor becomes a leaf that requires grad: every alias of it sees that
@@ -1530,6 +1543,11 @@ def _all_ones(v: Val | None) -> bool:
     if isinstance(v, Seq):
         return v.items is not None and len(v.items) > 0 and all(_is_num(x, 1) for x in v.items)
     return v is not None and _is_num(v, 1)
+
+
+def owner_storages(o: Obj) -> set[Storage]:
+    """The storages of the parameters ``o`` holds itself."""
+    return {s for pv in o.params.values() if isinstance(pv, T) for s in pv.storages}
 
 
 def _pairs(items: tuple[Val, ...]) -> dict[str, Val] | None:

@@ -743,6 +743,11 @@ class NNModules(Summaries):
             if data:
                 return out.with_(maybe_tuple=True)
             if not pos and not kw and o.cfg.get("parent") is not None:
+            elif isinstance(out, T) and out.rg != YES and out.view is None and out.storages \
+                    and all(s.leaf for s in out.storages):
+                # `output.requires_grad_(True)` in the hook (transformers' enable_input_require_grads, on a frozen
+                # embedding): the output the caller gets is now a leaf that requires grad
+                out = out.with_(rg=YES, leaf=True)
                 # a method of an unknown object called with nothing (`arr.copy()`, `obj.get_state()`): what it
                 # gives may not be a tensor at all (a NumPy array, a number)
                 return out.with_(maybe_tuple=True, maybe_tensor=True, rg=NO)
