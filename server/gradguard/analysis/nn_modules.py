@@ -367,6 +367,10 @@ class NNModules(Summaries):
             return self.named_params(Params(self.reach(o)))
         if name in ("modules", "children", "named_modules", "named_children"):
             return self.submodules(o, recurse=name.endswith("modules"), named=name.startswith("named_"))
+        if name in ("buffers", "named_buffers"):
+            got = self.module_buffers(o, named=name == "named_buffers", recurse=not is_false(kw.get("recurse")))
+            if got is not None:
+                return got
         if name in ("_apply", "apply") and pos and (isinstance(pos[0], (Func, Bound, Partial)) or _callable_instance(
                 pos[0])) and o.kind in ("torch", "local", "sequential", "modulelist", "moduledict"):
             # (a function, or an instance of a plain class with `__call__`: `model.apply(WeightClipper())`)
@@ -381,7 +385,11 @@ class NNModules(Summaries):
                     "insert"):
             self.touched(o)
         if name == "register_buffer" and len(pos) >= 2 and isinstance(pos[0], Const):
-            self.set_attr(o, str(pos[0].value), pos[1])
+            key = str(pos[0].value)
+            self.set_attr(o, key, pos[1])
+            have = _buffer_names(o)
+            if key not in have:
+                o.cfg["_buffers"] = Seq.of(tuple(Const(b) for b in (*have, key)))  # for buffers(), in order
             return NONE
         if name == "register_parameter" and len(pos) >= 2 and isinstance(pos[0], Const):
             self.set_attr(o, str(pos[0].value), pos[1])
@@ -444,6 +452,32 @@ class NNModules(Summaries):
         if got is None:
             return ModuleTree(o, recurse, named)
         return Seq.of(got, "modules")
+
+    def module_buffers(self, o: Obj, named: bool, recurse: bool) -> Seq | None:
+        """``o.buffers()`` / ``o.named_buffers()``: the buffers the code registered on the modules of the tree (with
+        their dotted names), in order; None (not known) when the tree holds a torch layer that keeps buffers of its
+        own (batch norm's running statistics) or is too large to list."""
+        mods = self.module_list(o, recurse=True, named=True, limit=MAX_MODULES_UNROLL) if recurse else \
+            [Seq.of((Const(""), o), "tuple")]
+        if mods is None:
+            return None
+        out: list[Val] = []
+        for pair in mods:
+            assert isinstance(pair, Seq) and pair.items is not None
+            prefix, m = pair.items
+            if not isinstance(m, Obj):
+                return None
+            if m.kind == "torch" and any(w in m.qual for w in _BUFFERED_LAYERS):
+                return None
+            for b in _buffer_names(m):
+                v = m.attrs.get(b)
+                if v is None or (isinstance(v, Const) and v.value is None):
+                    continue  # (a buffer registered as None is not listed)
+                if not isinstance(v, T):
+                    return None
+                full = f"{prefix.value}.{b}" if isinstance(prefix, Const) and prefix.value else b
+                out.append(Seq.of((Const(full), v), "tuple") if named else v)
+        return Seq.of(tuple(out), "list") if len(out) <= MAX_MODULES_UNROLL else None
 
     def module_list(self, o: Obj, recurse: bool, named: bool, limit: int) -> list[Val] | None:
         """The modules ``submodules`` lists, or None when there are more than ``limit``."""
@@ -709,6 +743,11 @@ class NNModules(Summaries):
             got = self.call(hook, [o, args, *extra, out], {}, n, st, fr)
             if isinstance(got, (T, Seq)):
                 out = got
+            elif isinstance(out, T) and out.rg != YES and out.view is None and out.storages \
+                    and all(s.leaf for s in out.storages):
+                # `output.requires_grad_(True)` in the hook (transformers' enable_input_require_grads, on a frozen
+                # embedding): the output the caller gets is now a leaf that requires grad
+                out = out.with_(rg=YES, leaf=True)
         return out
 
     def _backward_hooked_call(self, o: Obj, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State, fr: Frame,
@@ -743,11 +782,6 @@ class NNModules(Summaries):
             if data:
                 return out.with_(maybe_tuple=True)
             if not pos and not kw and o.cfg.get("parent") is not None:
-            elif isinstance(out, T) and out.rg != YES and out.view is None and out.storages \
-                    and all(s.leaf for s in out.storages):
-                # `output.requires_grad_(True)` in the hook (transformers' enable_input_require_grads, on a frozen
-                # embedding): the output the caller gets is now a leaf that requires grad
-                out = out.with_(rg=YES, leaf=True)
                 # a method of an unknown object called with nothing (`arr.copy()`, `obj.get_state()`): what it
                 # gives may not be a tensor at all (a NumPy array, a number)
                 return out.with_(maybe_tuple=True, maybe_tensor=True, rg=NO)
@@ -1336,3 +1370,15 @@ def _hook_number(entry: Val | None) -> object:
 _RUNNING_STATS = frozenset({"BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "InstanceNorm1d",
                             "InstanceNorm2d", "InstanceNorm3d", "LazyBatchNorm1d", "LazyBatchNorm2d",
                             "LazyBatchNorm3d"})
+
+
+# torch layers that keep buffers of their own (running statistics, quantization observers)
+_BUFFERED_LAYERS = ("Norm", "Quant", "Observer")
+
+
+def _buffer_names(o: Obj) -> tuple[str, ...]:
+    """The names the code registered with ``register_buffer`` on ``o``, in order."""
+    got = o.cfg.get("_buffers")
+    if isinstance(got, Seq) and got.items is not None:
+        return tuple(str(x.value) for x in got.items if isinstance(x, Const))
+    return ()
