@@ -58,8 +58,11 @@ y.sum().backward()
 """, """
 import torch
 
+w = torch.randn(3, 3, requires_grad=True)
 history = torch.zeros(4, 3)
 history[:-1] = history[1:]
+history[-1] = torch.randn(3)
+(history @ w).sum().backward()
 """)
     VALID = ("""
 import torch
