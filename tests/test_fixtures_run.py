@@ -40,6 +40,7 @@ INPLACE_ERRORS = (
     "ctx.mark_dirty() received a tensor that was not an input",
     "Trying to backward outside of the 'allow_mutation_on_saved_tensors' context",  # an AssertionError
     "more than one element of the written-to tensor refers to a single memory location",  # an expanded tensor
+    "some elements of the input tensor and the written-to tensor refer to a single memory location",  # overlap
 )
 
 # Imports torch once, then forks a child per script: the child runs it as __main__ with its own stderr.
