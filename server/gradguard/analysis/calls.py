@@ -1184,6 +1184,11 @@ class Calls(AnalyzerCore):
             # Function, which torch will not let the caller modify in place
             res = res.with_(view="view", view_op=f"{display} (with a bias, on an input of more than two dimensions, "
                                                  "returns a view of its result)", view_site=site)
+        if isinstance(res, T) and "pool" in info.name.lower() and is_true(
+                bound.get("return_indices", module.cfg.get("return_indices") if module is not None else None)):
+            # MaxPool2d(2, return_indices=True), F.max_pool2d(x, 2, return_indices=True): (values, indices), two
+            # tensors of their own; the indices carry no gradient
+            return Seq.of((res, T(frozenset({Storage(f"{display} indices")}), rg=NO, origin=display)), "tuple")
         return res
 
     def _linear_view(self, info: OpInfo, bound: dict[str, Val], module: Obj | None, fr: Frame) -> bool:
