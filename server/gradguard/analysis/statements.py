@@ -220,6 +220,13 @@ class Statements(AnalyzerCore):
                     self.assign(e.value, Seq(None, self.elem(v, stmt), "list"), st, fr, stmt)
                 elif isinstance(v, Seq) and v.items is not None and star is None and i < len(v.items):
                     self.assign(e, v.items[i], st, fr, stmt)
+                elif isinstance(v, Seq) and v.items and star is None and _separate_tensors(v.items):
+                    # more names than the outputs the analysis knows of (`a, b, c = torch.unsafe_split(h, 2)`: its
+                    # number of outputs depends on the sizes): each further one is a tensor of its own too
+                    last = v.items[-1]
+                    assert isinstance(last, T)
+                    self.assign(e, last.with_(storages=frozenset({Storage(f"{last.origin or 'output'} [{i}]")})),
+                                st, fr, stmt)
                 else:
                     part = self.elem(v, stmt)
                     if isinstance(v, T) and isinstance(part, T) and part.made:
@@ -1049,3 +1056,13 @@ def _advanced_index(node: ast.expr, key: Val) -> bool:
         and isinstance(node, ast.Tuple) else (key,)
     return any(isinstance(v, T) and not v.maybe_tensor and not isinstance(p, ast.Subscript)
                for p, v in zip(parts, vals))
+
+
+def _separate_tensors(items: tuple[Val, ...]) -> bool:
+    """Outputs that are tensors of their own (not views, no two sharing a storage)."""
+    seen: set[Any] = set()
+    for x in items:
+        if not isinstance(x, T) or x.view is not None or x.maybe_tensor or not x.storages or x.storages & seen:
+            return False
+        seen |= x.storages
+    return True
