@@ -65,12 +65,24 @@ OVERLAP_ALLOWED = frozenset({
 })
 
 
+# what in a program's text may put it on a GPU (a device name or variable, a move, a launcher that picks one)
+_COMMENT = re.compile(r"#[^\n]*")
+_DEVICE_WORDS = re.compile(r"cuda|device|gpu|\.to\(|accelerat|distributed|lightning|set_default|mps|xla|rank")
+
+
+def program_device(source: str) -> str | None:
+    """The device the program runs on, when its text settles it: "cpu" for one whose code (comments aside) never
+    names a device or moves a tensor (a plain script runs on the CPU), else None (any device: the facts of every device apply). Only a few
+    ops save differently on CUDA (cuDNN RNNs, the fused LSTM cell)."""
+    return None if _DEVICE_WORDS.search(_COMMENT.sub("", source)) else "cpu"
+
+
 class AnalyzerCore:
     def __init__(self, tree: ast.Module, source: str, path: str, kb: Knowledge | None = None,
                  project: Project | None = None, file: str = ""):
         self.tree = tree
         self.path = path
-        self.kb = kb or load()
+        self.kb = kb or load(device=program_device(source))
         self.lines = source_lines(source)
         self.project = project
         self.file = file  # the checked file's absolute path when it is a real file ("" otherwise)

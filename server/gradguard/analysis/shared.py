@@ -474,7 +474,7 @@ class SharedSummaries(AnalyzerCore):
         except NotShared:
             return None
         return (place_key, st.no_grad, st.autocast, st.allow_mutation, st.silent, st.inference, self.quiet > 0,
-                bool(self.version_kept), args), shape
+                bool(self.version_kept), self.kb.device, args), shape
 
     def shared_replay(self, key: Hashable, shape: Shape, pos: list[Val], kw: dict[str, Val], st: State,
                       depth: int) -> Any:
