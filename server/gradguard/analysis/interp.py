@@ -383,8 +383,8 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         self.__dict__.clear()  # closures made during the run (cached calls, callbacks) may still point at it
 
     def file_facts(self) -> tuple[object, ...]:
-        """What every function run depends on that no single chunk holds."""
-        return (self.graph_file, self.file)
+        """What every function run depends on that no single chunk holds (the device its text settles, too)."""
+        return (self.graph_file, self.file, self.kb.device)
 
     def _context_rel(self, chunks: list[Chunk], starts: list[int]) -> dict[int, frozenset[int]]:
         """Per chunk, its lines (relative to its start) that only run under no_grad (positive) or only inside
