@@ -558,6 +558,8 @@ class Calls(AnalyzerCore):
         if raw in L.PARTIAL or qual in L.PARTIAL:
             sites = tuple((k.arg, self.site(k)) for k in n.keywords if k.arg is not None)
             return Partial(pos[0], tuple(pos[1:]), tuple(kw.items()), sites) if pos else UNKNOWN
+        if qual in L.PARAMETRIZE and pos and isinstance(pos[0], Obj):
+            self.parametrize(qual, pos[0], pos, kw)
         if qual in L.RETURNS_FIRST_ARG:
             return pos[0] if pos else UNKNOWN
         if qual in L.HOOKS_EVERY_MODULE and pos:
@@ -990,11 +992,11 @@ class Calls(AnalyzerCore):
         if module is not None:
             for a in info.saves:
                 if a.startswith("self."):
-                    bound.setdefault(a, self.module_param(module, a[5:]))
+                    bound.setdefault(a, self.module_param(module, a[5:], st))
             for conds in info.saves.values():
                 for c in conds:
                     if c.startswith("self."):
-                        bound.setdefault(c, self.module_param(module, c[5:]))
+                        bound.setdefault(c, self.module_param(module, c[5:], st))
         rgmap: dict[str, bool] = {}
         prov: frozenset[Any] = frozenset()
         only_maybe = False
@@ -1190,6 +1192,42 @@ class Calls(AnalyzerCore):
             # tensors of their own; the indices carry no gradient
             return Seq.of((res, T(frozenset({Storage(f"{display} indices")}), rg=NO, origin=display)), "tuple")
         return res
+
+    def parametrize(self, qual: str, o: Obj, pos: list[Val], kw: dict[str, Val]) -> None:
+        """``spectral_norm(m)``, ``weight_norm(m)``, ``orthogonal(m)``, ``register_parametrization(m, "weight", P())``:
+        from now on ``m.weight`` is computed from its original at each read (a new tensor, not a leaf: see
+        module_param); the original is the leaf the optimizer updates, reached as
+        ``m.parametrizations.weight.original`` (``original0``/``original1`` for weight_norm), or ``m.weight_orig``
+        (``m.weight_g``/``m.weight_v``) with the older hook-based utilities."""
+        short = qual.rsplit(".", 1)[-1]
+        given = pos[1] if len(pos) > 1 else kw.get("tensor_name" if short == "register_parametrization" else "name")
+        name = known_str(given) if given is not None else "weight"
+        if name is None or o.kind not in ("torch", "local"):
+            return
+        kind = short if short in ("spectral_norm", "weight_norm", "orthogonal") else "parametrization"
+        self.touched(o)
+        original = self.module_param(o, name)
+        new_style = ".parametriz" in qual
+        if kind == "weight_norm":
+            made = {k: T(frozenset({Storage(f"`{name}{k}` is a parameter (weight_norm)", o.ctor, leaf=True,
+                                            param_of=o)}), rg=original.rg, leaf=original.leaf, origin=f"{name}{k}")
+                    for k in ("_g", "_v")}
+            for k, t in made.items():
+                self.set_param(o, f"{name}{k}", t)
+            originals: dict[str, Val] = {"original0": made["_g"], "original1": made["_v"]}
+        else:
+            originals = {"original": original}
+            if not new_style:
+                self.set_param(o, f"{name}_orig", original)
+        o.cfg[f"_parametrized.{name}"] = Const(kind)
+        if new_style:
+            holder = o.attrs.get("parametrizations")
+            if not isinstance(holder, Obj):
+                holder = Obj("namespace", "torch.nn.utils.parametrize.ModuleDict")
+                self.set_attr(o, "parametrizations", holder)
+            entry = Obj("namespace", "torch.nn.utils.parametrize.ParametrizationList")
+            entry.attrs.update(originals)
+            holder.attrs[name] = entry
 
     def _linear_view(self, info: OpInfo, bound: dict[str, Val], module: Obj | None, fr: Frame) -> bool:
         """Is this linear layer's output, with a bias, computed in a custom autograd Function's own forward?"""

@@ -740,7 +740,7 @@ class Expressions(AnalyzerCore):
                 return Method(base, attr, n)
             if base.kind == "torch":
                 if attr in ("weight", "bias") or attr.startswith("weight_") or attr.startswith("bias_"):
-                    return self.module_param(base, attr)
+                    return self.module_param(base, attr, st)
                 if attr == "training":
                     return Const(base.training is not False) if base.training is not None else Cond(formula="training")
                 return Method(base, attr, n)
@@ -812,7 +812,26 @@ class Expressions(AnalyzerCore):
         str/number/container, always true."""
         return isinstance(v, (ClassV, Func, Bound)) or (isinstance(v, Ref) and self.canon(v.qual) in self.kb)
 
-    def module_param(self, obj: Obj, name: str) -> T:
+    def module_param(self, obj: Obj, name: str, st: State | None = None) -> T:
+        """``obj.<name>``, a parameter of the module (made on first read). A parametrized one (spectral_norm,
+        weight_norm, register_parametrization) is computed from its original at each read: a new tensor, not a
+        leaf; with grad on (``st``), the computation saves what a torch parametrization keeps (the original, or
+        weight_norm's direction and magnitude)."""
+        kind = obj.cfg.get(f"_parametrized.{name}")
+        if isinstance(kind, Const) and isinstance(kind.value, str):
+            sources = [p for k in _PARAM_SOURCES.get(kind.value, ("",)) if isinstance(p := obj.params.get(
+                f"{name}{k}" if k else name), T)]
+            rg = max((p.rg for p in sources), default=YES)
+            label = f"`{obj.qual.rsplit('.', 1)[-1]}.{name}`" if obj.qual else f"`{name}`"
+            prov: frozenset[Any] = frozenset()
+            if st is not None and not st.no_grad and kind.value in _PARAM_SOURCES:
+                for p in sources:
+                    if p.rg == YES:
+                        self.save(p, st, SaveRecord(f"{kind.value}", f"the parametrized {name}'s source",
+                                                    self.stmt_site(), f"torch.nn.utils.parametrizations.{kind.value}"))
+                        prov = frozenset({self.graph_use(obj)})  # its graph keeps the module's parameters
+            return T(frozenset({Storage(f"{label}, computed by its parametrization ({kind.value})")}), rg=rg,
+                     origin=f"{name} ({kind.value})", prov=prov)
         p = obj.params.get(name)
         if p is None:
             label = f"`{obj.qual.rsplit('.', 1)[-1]}.{name}`" if obj.qual else f"`{name}`"
@@ -1023,3 +1042,10 @@ def _registered_names(node: ast.ClassDef) -> frozenset[str]:
 _NO_WEIGHT_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "torch.nn.Sequential",
                               "torch.nn.ModuleList", "torch.nn.ModuleDict", "torch.nn.ParameterList",
                               "torch.nn.ParameterDict", "torch.nn.Identity"})
+
+
+# the tensors a torch parametrization computes a parametrized weight from, by suffix of the weight's name ("": the
+# weight itself, kept as the original), which the computation saves
+_PARAM_SOURCES = {
+    "spectral_norm": ("",), "orthogonal": ("",), "weight_norm": ("_g", "_v"),
+}

@@ -122,6 +122,14 @@ RETURNS_FIRST_ARG = frozenset({
     "torch.compile", "torch.jit.script", "torch.jit.trace", "torch.nn.SyncBatchNorm.convert_sync_batchnorm",
 })
 
+# make a module's weight a function of its original (see Calls.parametrize)
+PARAMETRIZE = frozenset({
+    "torch.nn.utils.weight_norm", "torch.nn.utils.spectral_norm",
+    "torch.nn.utils.weight_norm.weight_norm", "torch.nn.utils.spectral_norm.spectral_norm",
+    "torch.nn.utils.parametrizations.weight_norm", "torch.nn.utils.parametrizations.spectral_norm",
+    "torch.nn.utils.parametrizations.orthogonal", "torch.nn.utils.parametrize.register_parametrization",
+})
+
 # wrap a module: calling the wrapper calls it, `.module` is it
 # BackPACK's extend(module): registers a full backward hook on the module and on each of its submodules (it walks
 # module.children()), and returns the module
