@@ -367,6 +367,15 @@ class Calls(AnalyzerCore):
                 retain = create
             if pos:
                 self.backward(pos[0], {"retain_graph": retain}, n, st, fr)
+            if is_true(create) and pos and not st.no_grad:
+                # differentiable gradients (a gradient penalty): their graph goes back through the forward's, and
+                # keeps what it saved, the parameters of its modules included (an update before their backward
+                # breaks it)
+                outs = [t for t in tensors_in(pos[0]) if not t.maybe_tensor]
+                prov = frozenset(p for t in outs for p in t.prov)
+                rg = YES if any(t.rg == YES for t in outs) else MAYBE
+                return Seq(None, T(frozenset({Storage("a gradient made with create_graph=True")}), rg=rg, prov=prov,
+                                   origin="grad"), "tuple")
             return Seq(None, fresh("grad", rg=NO), "tuple")
         if qual in NO_GRAD_CTX or qual in AUTOCAST_CTX or qual in ENABLE_GRAD_CTX:
             return UNKNOWN
