@@ -999,13 +999,10 @@ class Calls(AnalyzerCore):
             elif is_false(training) or (training is None and info.train_kwarg_default is False):
                 return self._first_tensor(info, bound)
         if module is not None:
-            for a in info.saves:
-                if a.startswith("self."):
-                    bound.setdefault(a, self.module_param(module, a[5:], st))
-            for conds in info.saves.values():
-                for c in conds:
-                    if c.startswith("self."):
-                        bound.setdefault(c, self.module_param(module, c[5:], st))
+            # the layer's own parameters, each read once for this call (a parametrized one is computed anew)
+            for a in (*info.saves, *(c for conds in info.saves.values() for c in conds)):
+                if a.startswith("self.") and a not in bound:
+                    bound[a] = self.module_param(module, a[5:], st, forward=True)
         rgmap: dict[str, bool] = {}
         prov: frozenset[Any] = frozenset()
         only_maybe = False
@@ -1229,6 +1226,8 @@ class Calls(AnalyzerCore):
             if not new_style:
                 self.set_param(o, f"{name}_orig", original)
         o.cfg[f"_parametrized.{name}"] = Const(kind)
+        if not new_style:
+            o.cfg[f"_parametrized_by_hook.{name}"] = Const(True)
         if new_style:
             holder = o.attrs.get("parametrizations")
             if not isinstance(holder, Obj):

@@ -888,7 +888,7 @@ class AnalyzerCore:
     def nn_module_like(self, cls: ClassInfo) -> bool:
         raise NotImplementedError
 
-    def module_param(self, obj: Obj, name: str, st: State | None = None) -> T:
+    def module_param(self, obj: Obj, name: str, st: State | None = None, forward: bool = False) -> T:
         raise NotImplementedError
 
     def is_callable_object(self, v: Val) -> bool:

@@ -812,13 +812,18 @@ class Expressions(AnalyzerCore):
         str/number/container, always true."""
         return isinstance(v, (ClassV, Func, Bound)) or (isinstance(v, Ref) and self.canon(v.qual) in self.kb)
 
-    def module_param(self, obj: Obj, name: str, st: State | None = None) -> T:
-        """``obj.<name>``, a parameter of the module (made on first read). A parametrized one (spectral_norm,
-        weight_norm, register_parametrization) is computed from its original at each read: a new tensor, not a
-        leaf; with grad on (``st``), the computation saves what a torch parametrization keeps (the original, or
-        weight_norm's direction and magnitude)."""
+    def module_param(self, obj: Obj, name: str, st: State | None = None, forward: bool = False) -> T:
+        """``obj.<name>``, a parameter of the module (made on first read). A parametrized one is computed from its
+        original: a new tensor, not a leaf, at each read (torch.nn.utils.parametrizations, register_parametrization),
+        or at each forward, kept as the attribute until the next one (the older hook-based weight_norm and
+        spectral_norm; ``forward``: the read is the module's forward). With grad on (``st``), the computation saves
+        what a torch parametrization keeps (the original, or weight_norm's direction and magnitude)."""
         kind = obj.cfg.get(f"_parametrized.{name}")
         if isinstance(kind, Const) and isinstance(kind.value, str):
+            hooked = obj.cfg.get(f"_parametrized_by_hook.{name}") is not None
+            cur = obj.params.get(f"{name} (computed)")
+            if hooked and not forward and isinstance(cur, T):
+                return cur
             sources = [p for k in _PARAM_SOURCES.get(kind.value, ("",)) if isinstance(p := obj.params.get(
                 f"{name}{k}" if k else name), T)]
             rg = max((p.rg for p in sources), default=YES)
@@ -830,8 +835,11 @@ class Expressions(AnalyzerCore):
                         self.save(p, st, SaveRecord(f"{kind.value}", f"the parametrized {name}'s source",
                                                     self.stmt_site(), f"torch.nn.utils.parametrizations.{kind.value}"))
                         prov = frozenset({self.graph_use(obj)})  # its graph keeps the module's parameters
-            return T(frozenset({Storage(f"{label}, computed by its parametrization ({kind.value})")}), rg=rg,
+            made = T(frozenset({Storage(f"{label}, computed by its parametrization ({kind.value})")}), rg=rg,
                      origin=f"{name} ({kind.value})", prov=prov)
+            if hooked:
+                self.set_param(obj, f"{name} (computed)", made)
+            return made
         p = obj.params.get(name)
         if p is None:
             label = f"`{obj.qual.rsplit('.', 1)[-1]}.{name}`" if obj.qual else f"`{name}`"
