@@ -1055,7 +1055,7 @@ class Calls(AnalyzerCore):
         for m in info.mutates:
             mv = bound.get(m)
             if isinstance(mv, T):
-                tgt = target_text or (f"{self.seq_prev}(…)" if in_seq is not None and self.seq_prev else
+                tgt = target_text or (f"{self.seq_prev}(...)" if in_seq is not None and self.seq_prev else
                                       self._arg_text(n, info, m, receiver_node))
                 f = form or ("method" if info.kind == "method" else "function")
                 ex = extra
@@ -1319,7 +1319,7 @@ class Calls(AnalyzerCore):
             for sto in t.storages:
                 owner = sto.param_of
                 if isinstance(owner, Obj):
-                    every = sto not in owner_storages(owner)
+                    every = sto not in _owner_storages(owner)
                     if every and owner.kind == "torch":
                         for k in ("weight", "bias"):  # a torch layer's parameters, made when first read
                             self.module_param(owner, k)
@@ -1596,7 +1596,7 @@ def _all_ones(v: Val | None) -> bool:
     return v is not None and _is_num(v, 1)
 
 
-def owner_storages(o: Obj) -> set[Storage]:
+def _owner_storages(o: Obj) -> set[Storage]:
     """The storages of the parameters ``o`` holds itself."""
     return {s for pv in o.params.values() if isinstance(pv, T) for s in pv.storages}
 

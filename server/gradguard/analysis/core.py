@@ -72,8 +72,8 @@ _DEVICE_WORDS = re.compile(r"cuda|device|gpu|\.to\(|accelerat|distributed|lightn
 
 def program_device(source: str) -> str | None:
     """The device the program runs on, when its text settles it: "cpu" for one whose code (comments aside) never
-    names a device or moves a tensor (a plain script runs on the CPU), else None (any device: the facts of every device apply). Only a few
-    ops save differently on CUDA (cuDNN RNNs, the fused LSTM cell)."""
+    names a device or moves a tensor (a plain script runs on the CPU), else None (any device: the facts of every
+    device apply). Only a few ops save differently on CUDA (cuDNN RNNs, the fused LSTM cell)."""
     return None if _DEVICE_WORDS.search(_COMMENT.sub("", source)) else "cpu"
 
 
