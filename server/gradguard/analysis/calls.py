@@ -338,6 +338,8 @@ class Calls(AnalyzerCore):
         kb = self.kb
         if raw.startswith("builtins."):
             return self.call_builtin(raw[9:], pos, kw, n, st, fr)
+        if qual in ("collections.OrderedDict", "typing.OrderedDict"):
+            return self.call_builtin("dict", pos, kw, n, st, fr)  # (its entries, in order, as a dict's)
         if qual in PARAMETER:
             rg = NO if is_false(kw.get("requires_grad", pos[1] if len(pos) > 1 else None)) else YES
             return T(frozenset({Storage("an nn.Parameter", self.site(n), leaf=rg == YES)}), rg=rg, leaf=rg == YES,
@@ -1457,6 +1459,11 @@ class Calls(AnalyzerCore):
                     new = Seq.of((*recv.items, *other.items), recv.kind)
                 else:
                     new = Seq(None, join(recv.elem, self.elem(other, n)), recv.kind)
+            elif name == "insert" and len(pos) == 2 and recv.items is not None and (at := _index(pos[0])) is not None:
+                # `layers.insert(1, nn.BatchNorm2d(c))`: in that place, as Python puts it
+                items = list(recv.items)
+                items.insert(at, pos[1])
+                new = Seq.of(tuple(items), recv.kind)
             else:
                 new = Seq(None, join(recv.elem, pos[-1]) if pos else recv.elem, recv.kind)
             self._rebind(n.func.value, new, st, fr)
@@ -1594,6 +1601,11 @@ def _all_ones(v: Val | None) -> bool:
     if isinstance(v, Seq):
         return v.items is not None and len(v.items) > 0 and all(_is_num(x, 1) for x in v.items)
     return v is not None and _is_num(v, 1)
+
+
+def _index(v: Val) -> int | None:
+    """A known int (not a bool), as an index."""
+    return v.value if isinstance(v, Const) and v.known and type(v.value) is int else None
 
 
 def _owner_storages(o: Obj) -> set[Storage]:

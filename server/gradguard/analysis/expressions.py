@@ -182,19 +182,21 @@ class Expressions(AnalyzerCore):
     e_Set = e_Tuple
 
     def e_Dict(self, n: ast.Dict, st: State, fr: Frame) -> Val:
-        if len(n.keys) > 8:  # configuration tables: nothing autograd-relevant, costly to interpret
+        if len(n.keys) > 8 and (len(n.keys) > 64 or not all(
+                isinstance(v, (ast.Name, ast.Attribute, ast.Constant)) for v in n.values)):
+            # configuration tables: nothing autograd-relevant, costly to interpret (a registry of names, as
+            # `{ACT_RELU: nn.ReLU, ...}`, is read: a factory picks its layer from it)
             return UNKNOWN
         vals = []
         keyed: dict[str, Val] | None = {}
         for k, v in zip(n.keys, n.values):
-            if k is not None:
-                self.ev(k, st, fr)
+            kv = self.ev(k, st, fr) if k is not None else None
             val = self.ev(v, st, fr)
             vals.append(val)
             if keyed is None:
                 continue
-            if isinstance(k, ast.Constant) and isinstance(k.value, str):
-                keyed[k.value] = val
+            if k is not None and (name := known_str(kv)) is not None:
+                keyed[name] = val  # a literal key, or a name bound to one (`ACT_RELU: nn.ReLU`)
             elif k is None and isinstance(val, Seq) and (ents := val.entries()) is not None:
                 keyed.update(ents)  # {**defaults, "inplace": True}
             else:

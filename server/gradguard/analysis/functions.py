@@ -198,7 +198,7 @@ class Functions(Summaries):
                 env[p.arg] = kw[p.arg]
             else:
                 d = defaults.get(p.arg, UNKNOWN)
-                env[p.arg] = widen_default(d, p.annotation) if widen else d
+                env[p.arg] = widen_default(d, p.annotation, p.arg) if widen else d
                 if defaults_only and p.arg not in defaults:
                     # the stand-in instance's constructor argument nobody showed: an unknown value that code may
                     # use as an object (`self.qf = qf` ... `self.qf.parameters()`, `self.qf(obs)`: one object),
@@ -213,7 +213,7 @@ class Functions(Summaries):
                 env[p.arg] = kw[p.arg]
             else:
                 d = defaults.get(p.arg, UNKNOWN)
-                env[p.arg] = widen_default(d, p.annotation) if widen else d
+                env[p.arg] = widen_default(d, p.annotation, p.arg) if widen else d
         if a.kwarg:
             # the keywords no parameter took, when the caller showed them all (no `**unknown` of its own)
             taken = {p.arg for p in params[:len(pos)]} | {p.arg for p in (*params[len(pos):], *a.kwonlyargs)
@@ -387,14 +387,17 @@ def body_size(node: ast.AST) -> int:
     return n
 
 
-def widen_default(d: Val, annotation: ast.expr | None = None) -> Val:
+def widen_default(d: Val, annotation: ast.expr | None = None, name: str = "") -> Val:
     """A parameter whose value the caller did not show (the stand-in ``self`` of a method analysed on its own, or a
     keyword that may come from ``**kwargs``): a flag's default is one possible value, not the only one
-    (``residual=False`` may be passed as True), and so is ``None`` for an argument that may be a tensor
-    (``weight=None``: unannotated, or annotated with Tensor). Other defaults (sizes, names, an ``Optional[int]``
-    None, classes, module instances) are the default configuration, and stay."""
+    (``residual=False`` may be passed as True), and so is a dropout rate of 0 (``dropout=0.0``: off, a switch like a
+    flag), and ``None`` for an argument that may be a tensor (``weight=None``: unannotated, or annotated with
+    Tensor). Other defaults (sizes, names, an ``Optional[int]`` None, classes, module instances) are the default
+    configuration, and stay."""
     if isinstance(d, Const) and d.known and isinstance(d.value, bool):
         return UNKNOWN_NUM  # a flag: either value is a configuration someone uses
+    if isinstance(d, Const) and d.known and type(d.value) in (int, float) and d.value == 0 and "drop" in name.lower():
+        return UNKNOWN_NUM  # a dropout rate left off: any rate is a configuration someone uses
     if isinstance(d, Const) and d.known and d.value is None and (annotation is None or _mentions_tensor(annotation)):
         return UNKNOWN
     return d

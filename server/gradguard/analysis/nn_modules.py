@@ -417,6 +417,11 @@ class NNModules(Summaries):
             ents = o.entries
             if name == "append" and isinstance(ents, Seq) and ents.items is not None:
                 self.set_entries(o, Seq.of((*ents.items, pos[0])))
+            elif name == "insert" and len(pos) == 2 and isinstance(ents, Seq) and ents.items is not None \
+                    and isinstance(pos[0], Const) and pos[0].known and type(pos[0].value) is int:
+                items = list(ents.items)
+                items.insert(pos[0].value, pos[1])  # (as ModuleList.insert and Python's list.insert place it)
+                self.set_entries(o, Seq.of(tuple(items)))
             elif name == "extend" and isinstance(ents, Seq) and ents.items is not None and isinstance(pos[0], Seq) \
                     and pos[0].items is not None:
                 self.set_entries(o, Seq.of((*ents.items, *pos[0].items)))
@@ -959,7 +964,7 @@ class NNModules(Summaries):
             for i, (name, default) in enumerate(fields):
                 v = pos[i] if i < len(pos) else kw.get(name, default if default is not None else UNKNOWN)
                 if "**" in kw and i >= len(pos) and name not in kw:
-                    v = UNKNOWN if default is None else widen_default(default)
+                    v = UNKNOWN if default is None else widen_default(default, name=name)
                 self.set_attr(o, name, v)
         elif "torch.nn.Sequential" in ci.torch_bases():
             o.entries = self._entries(pos)
