@@ -990,10 +990,15 @@ class Calls(AnalyzerCore):
         for arg, (wsaves, wout) in info.when_number.items():
             if arg in bound and not isinstance(bound[arg], T):
                 info = dataclasses.replace(info, saves=wsaves, saves_output=wout)
+        off_alias: Val | None = None
         if info.train_only:
             drop_p = bound.get("p", module.cfg.get("p") if module is not None else None)
             if isinstance(drop_p, Const) and drop_p.known and drop_p.value == 0:
                 return self._first_tensor(info, bound)
+            if isinstance(drop_p, Const) and not drop_p.known and drop_p.value == 0 and not info.mutates:
+                # a rate that defaults to 0 and may be set (see widen_default): at 0, dropout hands back its input
+                # itself, so the result may be that very tensor
+                off_alias = self._first_tensor(info, bound)
             training = bound.get("training")
             if module is not None:
                 if module.training is False:
@@ -1199,7 +1204,7 @@ class Calls(AnalyzerCore):
             # MaxPool2d(2, return_indices=True), F.max_pool2d(x, 2, return_indices=True): (values, indices), two
             # tensors of their own; the indices carry no gradient
             return Seq.of((res, T(frozenset({Storage(f"{display} indices")}), rg=NO, origin=display)), "tuple")
-        return res
+        return join(off_alias, res) if off_alias is not None else res
 
     def parametrize(self, qual: str, o: Obj, pos: list[Val], kw: dict[str, Val]) -> None:
         """``spectral_norm(m)``, ``weight_norm(m)``, ``orthogonal(m)``, ``register_parametrization(m, "weight", P())``:

@@ -397,7 +397,7 @@ def widen_default(d: Val, annotation: ast.expr | None = None, name: str = "") ->
     if isinstance(d, Const) and d.known and isinstance(d.value, bool):
         return UNKNOWN_NUM  # a flag: either value is a configuration someone uses
     if isinstance(d, Const) and d.known and type(d.value) in (int, float) and d.value == 0 and "drop" in name.lower():
-        return UNKNOWN_NUM  # a dropout rate left off: any rate is a configuration someone uses
+        return Const(d.value, known=False)  # a dropout rate left off: 0, or any rate someone configures
     if isinstance(d, Const) and d.known and d.value is None and (annotation is None or _mentions_tensor(annotation)):
         return UNKNOWN
     return d
