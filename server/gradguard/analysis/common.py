@@ -340,8 +340,15 @@ def fold(op: ast.operator, a: Any, b: Any) -> Any:
         out = a // b
     elif isinstance(op, ast.Mod):
         if isinstance(a, (str, bytes)):
-            return None  # "%s" % x: formatting, not arithmetic
-        out = a % b
+            # "act%d" % (i + 1): formatting one number or string (a key built in a loop); anything else is left
+            if not isinstance(b, (int, float, str)):
+                return None
+            try:
+                out = a % b
+            except (TypeError, ValueError, KeyError):
+                return None
+        else:
+            out = a % b
     else:
         return None
     return out if _small(out) else None
