@@ -67,6 +67,7 @@ from gradguard.analysis.values import (
     choice,
     fresh,
     join,
+    known_int,
     known_str,
     ordered,
 )
@@ -1464,7 +1465,7 @@ class Calls(AnalyzerCore):
                     new = Seq.of((*recv.items, *other.items), recv.kind)
                 else:
                     new = Seq(None, join(recv.elem, self.elem(other, n)), recv.kind)
-            elif name == "insert" and len(pos) == 2 and recv.items is not None and (at := _index(pos[0])) is not None:
+            elif name == "insert" and len(pos) == 2 and recv.items is not None and (at := known_int(pos[0])) is not None:
                 # `layers.insert(1, nn.BatchNorm2d(c))`: in that place, as Python puts it
                 items = list(recv.items)
                 items.insert(at, pos[1])
@@ -1606,11 +1607,6 @@ def _all_ones(v: Val | None) -> bool:
     if isinstance(v, Seq):
         return v.items is not None and len(v.items) > 0 and all(_is_num(x, 1) for x in v.items)
     return v is not None and _is_num(v, 1)
-
-
-def _index(v: Val) -> int | None:
-    """A known int (not a bool), as an index."""
-    return v.value if isinstance(v, Const) and v.known and type(v.value) is int else None
 
 
 def _owner_storages(o: Obj) -> set[Storage]:

@@ -50,6 +50,7 @@ from gradguard.analysis.values import (
     Val,
     fresh,
     join,
+    known_int,
     next_id,
     ordered,
     owner_key,
@@ -418,9 +419,9 @@ class NNModules(Summaries):
             if name == "append" and isinstance(ents, Seq) and ents.items is not None:
                 self.set_entries(o, Seq.of((*ents.items, pos[0])))
             elif name == "insert" and len(pos) == 2 and isinstance(ents, Seq) and ents.items is not None \
-                    and isinstance(pos[0], Const) and pos[0].known and type(pos[0].value) is int:
+                    and (at := known_int(pos[0])) is not None:
                 items = list(ents.items)
-                items.insert(pos[0].value, pos[1])  # (as ModuleList.insert and Python's list.insert place it)
+                items.insert(at, pos[1])  # (as ModuleList.insert and Python's list.insert place it)
                 self.set_entries(o, Seq.of(tuple(items)))
             elif name == "extend" and isinstance(ents, Seq) and ents.items is not None and isinstance(pos[0], Seq) \
                     and pos[0].items is not None:

@@ -249,6 +249,11 @@ def known_str(v: Val | None) -> str | None:
     return v.value if isinstance(v, Const) and v.known and isinstance(v.value, str) else None
 
 
+def known_int(v: Val | None) -> int | None:
+    """The int a value is known to be (not a bool), or None."""
+    return v.value if isinstance(v, Const) and v.known and type(v.value) is int else None
+
+
 class ModuleTree(Seq):
     """``model.modules()`` (or ``children()``, ``named_modules()``) of a tree larger than MAX_MODULES_UNROLL: a
     sequence of unknown length for everything that reads it, which remembers whose modules they are, so that a loop
