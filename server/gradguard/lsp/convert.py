@@ -14,8 +14,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lsprotocol import types as T
+from pygls.uris import to_fs_path
 
 from gradguard.model import Edit, Finding, Fix
+
+SOURCE = "gradguard"  # the diagnostics' source
+RUN_SOURCE = "gradguard-run"  # gradguard.runFile's (the runtime doctor's) diagnostics
+FIX_ALL_KIND = "source.fixAll.gradguard"
+REQUEST_FAILED = -32803
+MAX_CHARS = 20_000_000  # documents over this are not checked (GG000)
+LARGE_CHARS = 1_000_000  # documents over this are checked in a child process (gradguard.lsp.isolated), one at a time
 
 LINE_RE = re.compile(r"\r\n|\r|\n")
 
@@ -26,6 +34,14 @@ SEVERITY = {
     "information": T.DiagnosticSeverity.Information,
     "hint": T.DiagnosticSeverity.Hint,
 }
+
+
+def uri_path(uri: str) -> str | None:
+    """The file system path of a ``file:`` uri (None for any other scheme)."""
+    try:
+        return to_fs_path(uri) if uri.startswith("file:") else None
+    except Exception:
+        return None
 
 
 def split_lines(text: str) -> list[str]:

@@ -14,8 +14,6 @@ import argparse
 import asyncio
 import concurrent.futures
 import gc
-import inspect
-import itertools
 import logging
 import os
 import sys
@@ -30,26 +28,31 @@ from lsprotocol import types as T
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
-from pygls.uris import from_fs_path, to_fs_path
 
 from gradguard import __version__
-from gradguard.lsp.convert import Entry, Mapper, Segment, split_lines, to_entry
-from gradguard.lsp.projects import BACKGROUND, DEPENDENT, EDITED, Lane, ProjectModel, manual_gc, norm
+from gradguard.lsp.actions import CodeActions
+from gradguard.lsp.commands import Commands
+from gradguard.lsp.convert import (
+    FIX_ALL_KIND,
+    LARGE_CHARS,
+    MAX_CHARS,
+    Entry,
+    Mapper,
+    Segment,
+    split_lines,
+    to_entry,
+    uri_path,
+)
+from gradguard.lsp.projects import DEPENDENT, EDITED, Lane, ProjectModel, manual_gc, norm
 from gradguard.lsp.settings import ConfigCache, Settings, effective_config, excluded, parse_settings
-from gradguard.model import Finding, Related
+from gradguard.model import Finding
 
 log = logging.getLogger("gradguard.lsp")
 
-SOURCE = "gradguard"
-RUN_SOURCE = "gradguard-run"
-FIX_ALL_KIND = "source.fixAll.gradguard"
 COMMANDS = ("gradguard.fixAll", "gradguard.runFile", "gradguard.showKnowledge", "gradguard.checkWorkspace",
             "gradguard.clearRunDiagnostics", "gradguard.cancelRun", "gradguard.debugInfo")
-REQUEST_FAILED = -32803
 INVALID_REQUEST = -32600
 PARSE_ERROR = -32700
-MAX_CHARS = 20_000_000
-LARGE_CHARS = 1_000_000  # documents over this are checked in a child process (gradguard.lsp.isolated), one at a time
 PYTHON_LANGUAGES = ("python", "py", "python3")
 
 
@@ -206,13 +209,6 @@ def _encoding_name(enc: Any) -> str:
     return v if v in ("utf-8", "utf-16", "utf-32") else "utf-16"
 
 
-def _uri_path(uri: str) -> str | None:
-    try:
-        return to_fs_path(uri) if uri.startswith("file:") else None
-    except Exception:
-        return None
-
-
 def _elsewhere_key(v: tuple[str, list[Finding]] | None) -> Any:
     if v is None:
         return None
@@ -280,14 +276,15 @@ class Controller:
         self.children: set[Any] = set()  # child processes checking huge documents (gradguard.lsp.isolated)
         self.exiting = False
         self.runs_active = 0  # gradguard.runFile scripts running now
-        self._tokens = itertools.count(1)
-        self._lock = threading.Lock()
+        self.lock = threading.Lock()
         self.cancel_runs = threading.Event()  # set at shutdown: stops scripts started by gradguard.runFile
         self.run_cancels: dict[threading.Event, str] = {}  # one per gradguard.runFile in progress -> its uri
         self._nb_sigs: dict[str, dict[str, list[tuple[Any, ...]]]] = {}  # notebook -> what each cell showed
+        self.actions = CodeActions(self)  # codeAction, fix-all and hover (gradguard.lsp.actions)
+        self.commands = Commands(self)  # workspace/executeCommand (gradguard.lsp.commands)
 
     # ----------------------------------------------------------------------------------------------- logging
-    def _send_log(self, level: T.MessageType, message: str, show: bool = False) -> None:
+    def send_log(self, level: T.MessageType, message: str, show: bool = False) -> None:
         def send() -> None:
             try:
                 self.ls.window_log_message(T.LogMessageParams(type=level, message=message))
@@ -307,22 +304,22 @@ class Controller:
     def log_info(self, message: str) -> None:
         log.info(message)
         if self.settings.log_level in ("info", "debug"):
-            self._send_log(T.MessageType.Info, message)
+            self.send_log(T.MessageType.Info, message)
 
     def log_warning(self, message: str) -> None:
         log.warning(message)
         if self.settings.log_level != "error":
-            self._send_log(T.MessageType.Warning, message)
+            self.send_log(T.MessageType.Warning, message)
 
     def log_error(self, message: str, once: bool = False) -> None:
         if once:
-            with self._lock:
+            with self.lock:
                 if message in self._logged:
                     log.debug(message)
                     return
                 self._logged.add(message)
         log.error(message)
-        self._send_log(T.MessageType.Error, message)
+        self.send_log(T.MessageType.Error, message)
 
     def settings_problems(self, warnings: list[str]) -> None:
         """Bad editor settings: a log line each, and one notification for all (those values keep their default)."""
@@ -336,13 +333,13 @@ class Controller:
         """A pyproject.toml that does not load: one notification and one log line per distinct problem; that
         file's directory is linted with the default configuration meanwhile."""
         for msg in list(self.configs.errors.values()):
-            with self._lock:
+            with self.lock:
                 if msg in self._shown:
                     continue
                 self._shown.add(msg)
             text = f"gradguard: {msg} (linting with the default configuration until it is fixed)"
             log.error(text)
-            self._send_log(T.MessageType.Error, text, show=True)
+            self.send_log(T.MessageType.Error, text, show=True)
 
     def _send_show(self, level: T.MessageType, message: str) -> None:
         def send() -> None:
@@ -450,7 +447,7 @@ class Controller:
     def on_shutdown(self, params: Any) -> None:
         self.exiting = True  # checks of huge documents in child processes stop (their children are killed)
         self.cancel_runs.set()
-        with self._lock:
+        with self.lock:
             for ev in self.run_cancels:
                 ev.set()
         for u in self.units.values():
@@ -468,7 +465,7 @@ class Controller:
             return "utf-16"
 
     # ------------------------------------------------------------------------------------------ documents
-    def _text_doc(self, uri: str) -> Any:
+    def text_doc(self, uri: str) -> Any:
         try:
             docs = self.ls.workspace.text_documents
             # pygls keys documents by the unquoted URI; VS Code sends notebook cells (`...#W0sZmlsZQ%3D%3D`)
@@ -492,11 +489,11 @@ class Controller:
 
     def snapshot(self, u: Unit) -> Snapshot | None:
         if not u.notebook:
-            doc = self._text_doc(u.key)
+            doc = self.text_doc(u.key)
             if doc is None:
                 return None
             text = doc._source if doc._source is not None else ""
-            return Snapshot(text, doc.version, _uri_path(u.key), [], self.workspace_folders())
+            return Snapshot(text, doc.version, uri_path(u.key), [], self.workspace_folders())
         nb = self.ls.workspace.get_notebook_document(notebook_uri=u.key)
         if nb is None:
             return None
@@ -507,19 +504,19 @@ class Controller:
         for number, cell in enumerate(nb.cells, 1):
             if cell.kind != T.NotebookCellKind.Code:
                 continue
-            doc = self._text_doc(cell.document)
+            doc = self.text_doc(cell.document)
             if doc is None or (doc.language_id or "python").lower() not in PYTHON_LANGUAGES:
                 continue
             cells.append((cell.document, doc._source or ""))
             numbers.append(number)
         text, segments = assemble(cells, numbers)
-        return Snapshot(text, nb.version, _uri_path(u.key), segments, self.workspace_folders())
+        return Snapshot(text, nb.version, uri_path(u.key), segments, self.workspace_folders())
 
     def current_version(self, u: Unit) -> int | None:
         if u.notebook:
             nb = self.ls.workspace.get_notebook_document(notebook_uri=u.key)
             return nb.version if nb is not None else None
-        doc = self._text_doc(u.key)
+        doc = self.text_doc(u.key)
         return doc.version if doc is not None else None
 
     def on_did_open(self, params: T.DidOpenTextDocumentParams) -> None:
@@ -536,7 +533,7 @@ class Controller:
 
     def on_did_change(self, params: T.DidChangeTextDocumentParams) -> None:
         uri = params.text_document.uri
-        self._clear_run_for(uri)
+        self.clear_run_for(uri)
         u = self.units.get(uri)
         if u is None:
             return
@@ -561,7 +558,7 @@ class Controller:
         if u is not None:
             self.supersede(u)
             for p in u.published | {uri}:
-                self._publish_uri(p, [], None)
+                self.publish_uri(p, [], None)
             self.unit_closed(u)
 
     def on_notebook_open(self, params: T.DidOpenNotebookDocumentParams) -> None:
@@ -577,7 +574,7 @@ class Controller:
         cells = params.change.cells
         if cells and cells.text_content:
             for tc in cells.text_content:
-                self._clear_run_for(tc.document.uri)
+                self.clear_run_for(tc.document.uri)
         if self.settings.run == "onType":
             self.schedule(u, self.settings.debounce_ms / 1000.0)
         else:
@@ -595,7 +592,7 @@ class Controller:
         self.supersede(u)
         uris = set(u.published) | {c.uri for c in params.cell_text_documents}
         for p in uris:
-            self._publish_uri(p, [], None)
+            self.publish_uri(p, [], None)
         self.unit_closed(u)
 
     # ---------------------------------------------------------------------------------------- scheduling
@@ -662,7 +659,7 @@ class Controller:
     def workspace_folders(self) -> tuple[str, ...]:
         """The workspace folders (else the root), absolute: the first import roots of every project."""
         try:
-            folders = [f for f in (_uri_path(w.uri) for w in self.ls.workspace.folders.values()) if f]
+            folders = [f for f in (uri_path(w.uri) for w in self.ls.workspace.folders.values()) if f]
             if not folders and self.ls.workspace.root_path:
                 folders = [self.ls.workspace.root_path]
         except RuntimeError:
@@ -671,8 +668,8 @@ class Controller:
 
     def buffer_changed(self, u: Unit) -> None:
         """An open text document is an overlay of the project: other files' analyses read it instead of the disk."""
-        path = None if u.notebook else _uri_path(u.key)
-        doc = self._text_doc(u.key) if path else None
+        path = None if u.notebook else uri_path(u.key)
+        doc = self.text_doc(u.key) if path else None
         if path and doc is not None:
             self.model.set_overlay(path, doc._source or "")
 
@@ -692,7 +689,7 @@ class Controller:
         return (0.0, now + d) if quiet else (d, 0.0)
 
     def schedule_dependents(self, u: Unit, delay: float, hold: float = 0.0) -> None:
-        path = None if u.notebook else _uri_path(u.key)
+        path = None if u.notebook else uri_path(u.key)
         if path:
             # Held a little longer than the edited document: its own diagnostics are published first.
             self.recheck_dependents([path], delay, exclude=u, hold=hold + 0.001 if hold else 0.0)
@@ -743,7 +740,7 @@ class Controller:
 
     def unit_closed(self, u: Unit) -> None:
         self.model.forget(u.key)
-        path = None if u.notebook else _uri_path(u.key)
+        path = None if u.notebook else uri_path(u.key)
         if path:
             self.model.clear_overlay(path)  # the file on disk again, for the documents that import it
             self.recheck_dependents([path], self.settings.debounce_ms / 1000.0)
@@ -790,12 +787,12 @@ class Controller:
             return None
         try:
             return self.model.project_for(list(snap.folders) or [os.path.dirname(snap.path)], config,
-                                          self._interpreter(config))
+                                          self.interpreter_for(config))
         except Exception as e:  # never lose the diagnostics for it: check the file on its own
             self.log_error(f"gradguard: could not set up the project for {snap.path}: {e}", once=True)
             return None
 
-    def _interpreter(self, config: Any) -> str | None:
+    def interpreter_for(self, config: Any) -> str | None:
         """The interpreter whose site-packages imports resolve in: the editor's ``interpreter`` setting, else
         ``[tool.gradguard] python`` when the client reported the workspace trusted (it is a program the server
         runs, with -I -S), else None (the interpreter running the server)."""
@@ -806,14 +803,14 @@ class Controller:
             else:
                 msg = (f"gradguard: [tool.gradguard] python = {config.python!r} is not used: the workspace is not "
                        "known to be trusted (set the editor's interpreter setting instead)")
-                with self._lock:
+                with self.lock:
                     fresh = msg not in self._shown
                     self._shown.add(msg)
                 if fresh:
                     self.log_warning(msg)
         return interpreter
 
-    def _config_for(self, path: str | None) -> Any:
+    def config_for(self, path: str | None) -> Any:
         root = None
         try:
             root = self.ls.workspace.root_path
@@ -835,7 +832,7 @@ class Controller:
         try:
             if not self.settings.enable:
                 return empty
-            config, root = self._config_for(snap.path)
+            config, root = self.config_for(snap.path)
             if excluded(snap.path, config, root):
                 return empty
             path = snap.path or u.key
@@ -853,7 +850,7 @@ class Controller:
                 t0 = time.perf_counter()
                 try:
                     findings = check_in_child(snap.text, path, config, lambda: u.generation != gen or self.exiting,
-                                              self.children, self._lock)
+                                              self.children, self.lock)
                 except Cancelled:
                     return None
                 log.debug("checked %s v%s (%d lines) in a child process: %d findings in %.1f ms", u.key,
@@ -922,7 +919,7 @@ class Controller:
 
         return merge(static, run)  # one diagnostic per line: Run File confirms a static finding
 
-    def _publish_uri(self, uri: str, diags: list[T.Diagnostic], version: int | None) -> None:
+    def publish_uri(self, uri: str, diags: list[T.Diagnostic], version: int | None) -> None:
         try:
             self.ls.text_document_publish_diagnostics(
                 T.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=version))
@@ -939,9 +936,9 @@ class Controller:
         uris = [s.uri for s in u.result.mapper.segments]
         version = u.result.version if not u.notebook else None
         for uri in uris:
-            self._publish_uri(uri, self.diagnostics_for(uri, u), version)
+            self.publish_uri(uri, self.diagnostics_for(uri, u), version)
         for gone in u.published - set(uris):
-            self._publish_uri(gone, [], None)
+            self.publish_uri(gone, [], None)
         u.published = set(uris)
 
     def refresh_all(self, delay: float = 0.0) -> None:
@@ -1016,8 +1013,8 @@ class Controller:
             if ch.uri.endswith("pyproject.toml"):
                 config_changed = True
             elif ch.type in (T.FileChangeType.Changed, T.FileChangeType.Deleted):
-                self._clear_run_for(ch.uri)
-            path = _uri_path(ch.uri)
+                self.clear_run_for(ch.uri)
+            path = uri_path(ch.uri)
             if path and not ch.uri.endswith("pyproject.toml") and not self.model.has_overlay(path):
                 changed.append(path)  # an open buffer wins over its file on disk: nothing changes for it
                 created_or_deleted |= ch.type != T.FileChangeType.Changed
@@ -1025,7 +1022,7 @@ class Controller:
             self.configs.clear()
             self.model.forget_roots()
             self.model.changed_on_disk(changed)  # every document is checked again: with these files read anew
-            with self._lock:
+            with self.lock:
                 self._shown.clear()  # a pyproject.toml that is still wrong after an edit says so again
             self.refresh_all()
         elif changed:
@@ -1038,248 +1035,7 @@ class Controller:
         unreadable = self.model.changed_on_disk(paths)
         self.recheck_dependents(paths, self.settings.debounce_ms / 1000.0, everyone=created_or_deleted or unreadable)
 
-    # ------------------------------------------------------------------------------------- code actions
-    def _entries_at(self, uri: str, rng: T.Range) -> tuple[Unit | None, list[Entry]]:
-        u = self.unit_for(uri)
-        if u is None or u.result is None:
-            return u, []
-        out = []
-        for e in [*u.result.entries, *self.elsewhere_entries(u)]:
-            if e.uri != uri:
-                continue
-            r = e.diagnostic.range
-            if (r.end.line, r.end.character) < (rng.start.line, rng.start.character) or \
-                    (rng.end.line, rng.end.character) < (r.start.line, r.start.character):
-                continue
-            out.append(e)
-        return u, out
-
-    def _verify_fixes(self, r: Result) -> set[int]:
-        """Runs in a worker thread: which findings' preferred safe fixes really remove them, applied together (the
-        same check as ``gradguard check --fix``: a fix that leaves its finding is never applied on save)."""
-        from gradguard.api import check_text
-        from gradguard.fixes import verify_round
-
-        def recheck(text: str) -> list[Finding]:
-            return check_text(text, r.path, r.config, fixes=True, project=r.project).findings
-
-        try:
-            chosen, _, _, _ = verify_round(r.text, [f for f in r.findings if f.code != "GG000"], recheck)
-        except Exception as e:  # an analyzer bug: no fix-all rather than a broken server
-            self.log_error(f"gradguard: internal error while verifying fixes: {e}", once=True)
-            return set()
-        return {id(f) for f, _ in chosen}
-
-    async def fix_all_edit(self, u: Unit) -> tuple[T.WorkspaceEdit | None, int]:
-        """One edit applying every finding's preferred safe fix that holds (non-overlapping; never noqa)."""
-        edit, n, _ = await self.fix_all_plan(u)
-        return edit, n
-
-    async def fix_all_plan(self, u: Unit) -> tuple[T.WorkspaceEdit | None, int, list[tuple[str, str]]]:
-        """(the fix-all edit, how many fixes it applies, what it leaves out and why: (short, long) per reason)."""
-        r = u.result
-        if r is None or not r.parse_ok or r.error:
-            return None, 0, []
-        if r.verified is None:
-            try:
-                # On the lane: the recheck uses the warm project (which only the lane may touch).
-                verified: set[int] = await asyncio.wrap_future(self.lane.submit(self._verify_fixes, r))
-            except RuntimeError:  # the pool is shut down: the server is exiting
-                return None, 0, []
-            r.verified = verified
-        chosen: list[tuple[str, T.TextEdit]] = []
-        spans: list[tuple[tuple[int, int], tuple[int, int]]] = []
-        applied = 0
-        unsafe: list[str] = []
-        failing: list[str] = []
-        for e in r.entries:
-            fx = next((x for x in e.fixes if x.fix.preferred), None)
-            if fx is None or fx.fix.kind == "noqa":
-                continue
-            if not fx.fix.safe:
-                unsafe.append(str(e.diagnostic.code))
-                continue
-            if id(e.finding) not in r.verified:
-                failing.append(str(e.diagnostic.code))
-                continue
-            mine = [((m.line, m.column), (m.end_line, m.end_column)) for m in fx.fix.edits]
-            if any(not (b1 <= a2 or b2 <= a1) for a1, b1 in mine for a2, b2 in spans):
-                continue
-            spans.extend(mine)
-            chosen.extend(fx.edits)
-            applied += 1
-        skipped: list[tuple[str, str]] = []
-        if unsafe:
-            codes = ", ".join(sorted(set(unsafe)))
-            skipped.append((f"skips {len(unsafe)} unsafe ({codes}): may change results",
-                            f"{len(unsafe)} unsafe fix{'es' if len(unsafe) != 1 else ''} ({codes}): each may change "
-                            "what the code computes or its gradients; apply it from its own quick fix after review"))
-        if failing:
-            codes = ", ".join(sorted(set(failing)))
-            skipped.append((f"skips {len(failing)} ({codes}) that would not remove the finding",
-                            f"{len(failing)} fix{'es' if len(failing) != 1 else ''} ({codes}) that would not remove "
-                            "its finding (checked by re-analysing the fixed code)"))
-        if not chosen:
-            return None, 0, skipped
-        changes: dict[str, list[T.TextEdit]] = {}
-        for uri, te in chosen:
-            changes.setdefault(uri, []).append(te)
-        return T.WorkspaceEdit(changes=changes), applied, skipped
-
-    async def on_code_action(self, params: T.CodeActionParams) -> list[T.CodeAction] | None:
-        uri = params.text_document.uri
-        if not self.settings.enable:
-            return None
-        unit = self.unit_for(uri)
-        if unit is not None:
-            await self.ensure_result(unit)
-        only = params.context.only
-        u, entries = self._entries_at(uri, params.range)
-
-        def wanted(kind: str) -> bool:
-            if not only:
-                return True
-            return any(kind == o or kind.startswith(f"{o}.") for o in only)
-
-        return await self.code_actions(u, entries, params, wanted)
-
-    async def code_actions(self, u: Unit | None, entries: list[Entry], params: T.CodeActionParams,
-                           wanted: Callable[[str], bool]) -> list[T.CodeAction]:
-        """Each finding's fixes (titled ``gradguard (GG102): ...``), and fix-all: as ``source.fixAll.gradguard``
-        (fix on save) and, where the lightbulb is, as a quick fix that says what it leaves out."""
-        from gradguard.lsp.convert import action_title
-
-        actions: list[T.CodeAction] = []
-        quick = wanted(T.CodeActionKind.QuickFix)
-        shown = []
-        if quick:
-            ctx = [d for d in params.context.diagnostics if d.source in (SOURCE, None)]
-            for e in entries:
-                d = e.diagnostic
-                if ctx and not any(c.code == d.code and c.range == d.range for c in ctx):
-                    continue
-                shown.append(e)
-                for fx in e.fixes:
-                    actions.append(T.CodeAction(
-                        title=action_title(str(d.code), fx.fix.title, fx.fix.kind), kind=T.CodeActionKind.QuickFix,
-                        diagnostics=[d], is_preferred=True if fx.fix.preferred else None, edit=fx.workspace_edit()))
-        in_lightbulb = quick and bool(shown)
-        if u is not None and (wanted(FIX_ALL_KIND) or in_lightbulb):
-            edit, n, skipped = await self.fix_all_plan(u)
-            title = f"gradguard: fix all ({n} safe fix{'es' if n != 1 else ''}" + \
-                "".join(f"; {short}" for short, _ in skipped) + ")"
-            # In the lightbulb (a quick fix: editors keep source actions out of it) when it does more than this
-            # finding's own fix, or leaves something out: the title says what and why. A request without `only`
-            # gets it once, so that menus listing every kind do not show it twice.
-            lightbulb = edit is not None and in_lightbulb and bool(n > 1 or skipped)
-            if edit is not None and wanted(FIX_ALL_KIND) and not (lightbulb and not params.context.only):
-                actions.append(T.CodeAction(title=title, kind=FIX_ALL_KIND, edit=edit))
-            if lightbulb:
-                actions.append(T.CodeAction(title=title, kind=T.CodeActionKind.QuickFix, edit=edit))
-            if edit is None and skipped and in_lightbulb and self.disabled_support:
-                actions.append(T.CodeAction(
-                    title=f"gradguard: fix all ({'; '.join(short for short, _ in skipped)})",
-                    kind=T.CodeActionKind.QuickFix,
-                    disabled=T.CodeActionDisabled(reason="fix all leaves out " + "; ".join(lg for _, lg in skipped))))
-        return actions
-
-    # ---------------------------------------------------------------------------------------------- hover
-    async def on_hover(self, params: T.HoverParams) -> T.Hover | None:
-        uri = params.text_document.uri
-        if not self.settings.enable:
-            return None
-        u = self.unit_for(uri)
-        if u is not None:
-            await self.ensure_result(u)
-        if u is None or u.result is None or u.result.version != self.current_version(u):
-            return None
-        p = params.position
-        for e in u.result.entries:
-            r = e.diagnostic.range
-            if e.uri == uri and (r.start.line, r.start.character) <= (p.line, p.character) <= \
-                    (r.end.line, r.end.character):
-                from gradguard.lsp.hover import hover_markdown
-
-                md = hover_markdown(e.finding, u.result.lines, u.result.mapper, e.uri)
-                return T.Hover(contents=T.MarkupContent(kind=T.MarkupKind.Markdown, value=md), range=r)
-        return None
-
-    # ------------------------------------------------------------------------------------------ commands
-    @staticmethod
-    def _uri_arg(args: tuple[Any, ...], cmd: str) -> tuple[str, dict[str, Any]]:
-        if not args:
-            raise JsonRpcInvalidParams(f"{cmd}: expected a document uri argument")
-        a = args[0]
-        if isinstance(a, str):
-            return a, {}
-        if isinstance(a, dict) and isinstance(a.get("uri"), str):
-            return a["uri"], a
-        raise JsonRpcInvalidParams(f"{cmd}: expected a uri string or {{\"uri\": ...}}, got {type(a).__name__}")
-
-    async def cmd_fix_all(self, *args: Any) -> dict[str, Any]:
-        uri, _ = self._uri_arg(args, "gradguard.fixAll")
-        u = self.unit_for(uri)
-        if u is None:
-            raise JsonRpcException(f"gradguard.fixAll: {uri} is not open", code=REQUEST_FAILED)
-        await self.ensure_result(u)
-        edit, n, skipped = await self.fix_all_plan(u)
-        why = {"skipped": "; ".join(lg for _, lg in skipped)} if skipped else {}  # what it left out, and why
-        if edit is None:
-            return {"applied": 0, **why}
-        res = await self.ls.workspace_apply_edit_async(
-            T.ApplyWorkspaceEditParams(edit=edit, label="gradguard: fix all"))
-        return {"applied": n if getattr(res, "applied", False) else 0, **why}
-
-    async def cmd_show_knowledge(self, *args: Any) -> dict[str, Any]:
-        if not args or not isinstance(args[0], str) or not args[0].strip():
-            raise JsonRpcInvalidParams("gradguard.showKnowledge: expected a callable name, e.g. \"torch.exp\"")
-        name = args[0].strip()
-        try:
-            from gradguard.knowledge import load
-            from gradguard.knowledge.describe import describe
-        except ImportError as e:
-            raise JsonRpcException(f"gradguard.showKnowledge is not available: {e}", code=REQUEST_FAILED) from e
-
-        def work() -> str | None:
-            return describe(load(), name)
-
-        text = await asyncio.get_running_loop().run_in_executor(self.pool, work)
-        md = None if text is None else f"```text\n{text.rstrip()}\n```\n"
-        return {"name": name, "text": text, "markdown": md}
-
-    async def _progress_begin(self, title: str) -> str | None:
-        if not self.progress_support:
-            return None
-        token = f"gradguard-{next(self._tokens)}"
-        try:
-            await self.ls.work_done_progress.create_async(token)
-            self.ls.work_done_progress.begin(token, T.WorkDoneProgressBegin(title=title, percentage=0))
-            return token
-        except Exception as e:
-            self.log_warning(f"progress not available: {e}")
-            return None
-
-    def _progress_report(self, token: str | None, message: str, pct: int | None = None) -> None:
-        if token is None:
-            return
-
-        def send() -> None:
-            try:
-                self.ls.work_done_progress.report(token, T.WorkDoneProgressReport(message=message, percentage=pct))
-            except Exception:  # pragma: no cover
-                pass
-
-        if self.loop is not None:
-            self.loop.call_soon_threadsafe(send)
-
-    def _progress_end(self, token: str | None, message: str) -> None:
-        if token is not None:
-            try:
-                self.ls.work_done_progress.end(token, T.WorkDoneProgressEnd(message=message))
-            except Exception:  # pragma: no cover
-                pass
-
-    def _clear_run_for(self, uri: str) -> None:
+    def clear_run_for(self, uri: str) -> None:
         changed = False
         for per_target in self.run_entries.values():
             if per_target.pop(uri, None):
@@ -1287,271 +1043,19 @@ class Controller:
         if changed:
             self.run_generation += 1
             if self.unit_for(uri) is None:
-                self._publish_uri(uri, [], None)
+                self.publish_uri(uri, [], None)
 
-    def _publish_all_for(self, uri: str) -> None:
+    def publish_all_for(self, uri: str) -> None:
         u = self.unit_for(uri)
         if u is not None:
             if self.pull:
                 if self.refresh_support:
                     self.ls.workspace_diagnostic_refresh(None)
                 return
-            self._publish_uri(uri, self.diagnostics_for(uri, u), u.result.version if u.result and not u.notebook
+            self.publish_uri(uri, self.diagnostics_for(uri, u), u.result.version if u.result and not u.notebook
                               else None)
         else:
-            self._publish_uri(uri, self.diagnostics_for(uri, None), None)
-
-    def _lines_of(self, uri: str, path: str) -> list[str]:
-        doc = self._text_doc(uri)
-        if doc is not None and doc._source is not None:
-            return split_lines(doc._source)
-        try:
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                return split_lines(fh.read())
-        except OSError:
-            return [""]
-
-    async def cmd_run_file(self, *args: Any) -> dict[str, Any]:
-        if self.settings.workspace_trusted is False:
-            # Running the file runs the user's code: never in a workspace the client reported untrusted.
-            msg = ("gradguard.runFile refused: the workspace is not trusted (the client sent workspaceTrusted: "
-                   "false); it runs your code, so trust the workspace first")
-            self.log_warning(msg)
-            raise JsonRpcException(msg, code=REQUEST_FAILED)
-        uri, opts = self._uri_arg(args, "gradguard.runFile")
-        path = _uri_path(uri)
-        if path is None:
-            raise JsonRpcException(f"gradguard.runFile: {uri} is not a file on disk (save it first)",
-                                   code=REQUEST_FAILED)
-        if not os.path.isfile(path):
-            raise JsonRpcException(f"gradguard.runFile: {path} does not exist", code=REQUEST_FAILED)
-        try:
-            from gradguard.runtime.api import run_script
-        except ImportError as e:
-            raise JsonRpcException(f"gradguard.runFile is not available: the runtime doctor is not installed ({e})",
-                                   code=REQUEST_FAILED) from e
-        script_args = [str(a) for a in opts.get("args", []) or []] if isinstance(opts.get("args", []), list) else []
-        timeout = opts.get("timeout", self.settings.run_timeout)
-        if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
-            timeout = self.settings.run_timeout
-        # A client that shows its own progress (with Cancel: gradguard.cancelRun) passes "progress": false.
-        token = await self._progress_begin(f"gradguard: running {os.path.basename(path)}") \
-            if opts.get("progress", True) is not False else None
-        lines_seen = [0]
-
-        def on_output(chunk: Any) -> None:
-            text = chunk.decode("utf-8", "replace") if isinstance(chunk, bytes) else str(chunk)
-            for ln in text.splitlines():
-                lines_seen[0] += 1
-                self._send_log(T.MessageType.Log, f"[run {os.path.basename(path)}] {ln}")
-            self._progress_report(token, f"{lines_seen[0]} lines of output")
-
-        kwargs: dict[str, Any] = {}
-        try:
-            params = inspect.signature(run_script).parameters
-        except (TypeError, ValueError):
-            params = {}  # type: ignore[assignment]
-        cancel = threading.Event()  # gradguard.cancelRun, or shutdown
-        if self.cancel_runs.is_set():
-            cancel.set()
-        for key, value in (("args", script_args), ("timeout", float(timeout)), ("on_output", on_output),
-                           ("cwd", os.path.dirname(path)), ("cancel", cancel)):
-            if key in params:
-                kwargs[key] = value
-        started = time.monotonic()
-
-        def run() -> Any:
-            with self._lock:
-                self.runs_active += 1
-                self.run_cancels[cancel] = uri
-            try:
-                return run_script(path, **kwargs)
-            finally:
-                with self._lock:
-                    self.runs_active -= 1
-                    self.run_cancels.pop(cancel, None)
-
-        try:
-            result = await asyncio.get_running_loop().run_in_executor(None, run)
-        except Exception as e:
-            self._progress_end(token, "failed")
-            raise JsonRpcException(f"gradguard.runFile failed: {type(e).__name__}: {e}", code=REQUEST_FAILED) from e
-        if not isinstance(result, dict):
-            self._progress_end(token, "failed")
-            raise JsonRpcException("gradguard.runFile: the runtime returned no result", code=REQUEST_FAILED)
-        err = result.get("error")
-        from gradguard.lsp.runfile import report_text
-
-        # The script's own traceback is already in the log (its stderr): the report adds the two lines it lacks.
-        report = report_text(result, path, time.monotonic() - started)
-        self._send_log(T.MessageType.Info if result.get("status") == "clean" else T.MessageType.Error,
-                       f"gradguard run: {report}")
-        entries_by_target = self._run_entries(uri, path, result.get("diagnostics") or [])
-        old = self.run_entries.pop(uri, {})
-        self.run_entries[uri] = entries_by_target
-        self.run_generation += 1
-        for target in set(old) | set(entries_by_target):
-            self._publish_all_for(target)
-        n = sum(len(v) for v in entries_by_target.values())
-        self._progress_end(token, f"{result.get('status', 'done')}: {n} problem{'s' if n != 1 else ''} "
-                                  f"({time.monotonic() - started:.1f} s)")
-        return {"status": result.get("status"), "ok": result.get("status") == "clean",
-                "exit_code": result.get("exit_code"), "returncode": result.get("exit_code"), "error": err,
-                "diagnostics": n, "culprits": result.get("culprits", []), "saved_by": result.get("saved_by", []),
-                "report": report, "stats": result.get("stats", {})}
-
-    async def cmd_cancel_run(self, *args: Any) -> dict[str, Any]:
-        """Stop the gradguard.runFile of ``[uri]`` (every run without an argument): the script and its children."""
-        uri = args[0] if args and isinstance(args[0], str) else (args[0].get("uri") if args and isinstance(
-            args[0], dict) else None)
-        with self._lock:
-            hits = [ev for ev, u in self.run_cancels.items() if uri is None or u == uri]
-        for ev in hits:
-            ev.set()
-        return {"cancelled": len(hits)}
-
-    async def cmd_debug_info(self, *args: Any) -> dict[str, Any]:
-        """What this server is: version, interpreter, where gradguard and its dependencies come from, its mode."""
-        import importlib.util
-        import platform
-
-        def where(mod: str) -> str | None:
-            try:
-                spec = importlib.util.find_spec(mod)
-            except (ImportError, ValueError):
-                return None
-            return os.path.dirname(spec.origin) if spec is not None and spec.origin else None
-
-        from gradguard.knowledge import installed_torch_version
-
-        return {
-            "gradguard": __version__, "location": where("gradguard"), "python": sys.executable,
-            "python_version": platform.python_version(),
-            "flags": {"isolated": bool(sys.flags.isolated), "safe_path": bool(getattr(sys.flags, "safe_path", 0))},
-            "pygls": where("pygls"), "libcst": where("libcst"), "torch": installed_torch_version(),
-            "diagnostics": "pull" if self.pull else "push", "position_encoding": self.encoding,
-            "documents": len(self.units), "workspace_trusted": self.settings.workspace_trusted,
-            "log_level": self.settings.log_level, "runs_active": self.runs_active,
-        }
-
-    def _run_entries(self, script_uri: str, script_path: str, diags: list[Any]) -> dict[str, list[Entry]]:
-        out: dict[str, list[Entry]] = {}
-        mappers: dict[str, tuple[str, Mapper]] = {}
-        for d in diags:
-            try:
-                p = str(d.get("path") or script_path)
-                f = Finding(
-                    path=p, line=int(d["line"]), column=int(d.get("column", 1)),
-                    end_line=int(d.get("end_line", d["line"])), end_column=int(d.get("end_column", 0)) or 10_000,
-                    code=str(d.get("code", "GG100")), message=str(d.get("message", "")),
-                    severity=str(d.get("severity", "error")),
-                    related=[Related(str(r.get("path") or p), int(r["line"]), int(r.get("column", 1)),
-                                     str(r.get("message", "")), int(r.get("end_line", 0) or r["line"]),
-                                     int(r.get("end_column", 0) or 10_000))
-                             for r in d.get("related", []) or []],
-                    facts={"static_code": d.get("static_code")} if d.get("static_code") else {},
-                )
-            except (KeyError, TypeError, ValueError, AttributeError) as e:
-                self.log_warning(f"gradguard.runFile: skipped a malformed diagnostic ({e})")
-                continue
-            if p not in mappers:
-                target = script_uri if os.path.abspath(p) == os.path.abspath(script_path) else (from_fs_path(p) or p)
-                mappers[p] = (target, Mapper.single(target, self._lines_of(target, p), self.encoding))
-            target, mapper = mappers[p]
-            entry = to_entry(f, mapper, None, source=RUN_SOURCE)
-            if entry is not None:
-                out.setdefault(entry.uri, []).append(entry)
-        return out
-
-    async def cmd_clear_run(self, *args: Any) -> dict[str, Any]:
-        targets: set[str] = set()
-        if args and isinstance(args[0], str):
-            targets.add(args[0])
-        else:
-            for per in self.run_entries.values():
-                targets.update(per)
-        for t in targets:
-            self._clear_run_for(t)
-            self._publish_all_for(t)
-        return {"cleared": len(targets)}
-
-    async def cmd_check_workspace(self, *args: Any) -> dict[str, Any]:
-        try:
-            folders = [f for f in (to_fs_path(w.uri) for w in self.ls.workspace.folders.values()) if f]
-            if not folders and self.ls.workspace.root_path:
-                folders = [self.ls.workspace.root_path]
-        except RuntimeError:
-            folders = []
-        if not folders:
-            raise JsonRpcException("gradguard.checkWorkspace: no workspace folder", code=REQUEST_FAILED)
-        token = await self._progress_begin("gradguard: checking the workspace")
-        from gradguard.api import check_text
-        from gradguard.files import iter_python_files
-
-        roots = tuple(norm(f) for f in folders)
-        scratch: list[Any] = [None, 0]  # a project for this check only (renewed every 200 files), files done with it
-
-        def listing() -> list[str]:
-            config0, _ = self._config_for(os.path.join(folders[0], "x.py"))
-            return list(iter_python_files(folders, config0))
-
-        def check_one(p: str, uri: str) -> tuple[str, list[Entry]] | None:
-            """One file, on the lane at background priority: an edited document's check goes first."""
-            if self.exiting:
-                return None
-            with open(p, "rb") as fh:
-                data = fh.read()
-            config, root = self._config_for(p)
-            if excluded(p, config, root):
-                return None
-            findings = None
-            if LARGE_CHARS < len(data) <= MAX_CHARS:  # a huge file: in a child process, as open ones
-                from gradguard.api import decode_source
-                from gradguard.lsp.isolated import check_in_child
-
-                try:
-                    decoded = decode_source(data)
-                except (UnicodeDecodeError, LookupError):
-                    pass  # check_text says so (GG000)
-                else:
-                    findings = check_in_child(decoded, p, config, lambda: self.exiting, self.children, self._lock)
-            if findings is None:
-                if scratch[0] is None or scratch[1] >= 200:
-                    scratch[0], scratch[1] = None, 0
-                    try:
-                        scratch[0] = self.model.scratch(list(roots) or [os.path.dirname(p)], config,
-                                                        self._interpreter(config))
-                    except Exception as e:  # check the files on their own
-                        self.log_error(f"gradguard: could not set up the project for {p}: {e}", once=True)
-                scratch[1] += 1
-                findings = check_text(data, p, config, fixes=True, project=scratch[0]).findings
-            text = data.decode("utf-8", "replace")
-            mapper = Mapper.single(uri, split_lines(text), self.encoding)
-            return uri, [e for e in (to_entry(f, mapper, None) for f in findings) if e]
-
-        loop = asyncio.get_running_loop()
-        files = await loop.run_in_executor(self.pool, listing)
-        results: list[tuple[str, list[Entry]]] = []
-        for i, p in enumerate(files):
-            uri = from_fs_path(p) or p
-            if self.unit_for(uri) is not None:
-                continue
-            self._progress_report(token, os.path.relpath(p, folders[0]), int(100 * i / max(len(files), 1)))
-            try:
-                got = await asyncio.wrap_future(self.lane.submit(check_one, p, uri, priority=BACKGROUND))
-            except RuntimeError:  # shutting down
-                break
-            except Exception as e:
-                self.log_error(f"gradguard: internal error while checking {p}: {e}")
-                continue
-            if got is not None:
-                results.append(got)
-        n = 0
-        for uri, entries in results:
-            n += len(entries)
-            self._publish_uri(uri, [e.diagnostic for e in entries], None)
-        self._progress_end(token, f"{n} problems in {len(results)} files")
-        return {"files": len(results), "findings": n}
+            self.publish_uri(uri, self.diagnostics_for(uri, None), None)
 
 
 def exit_now(code: int, controller: Controller | None = None) -> None:
@@ -1562,7 +1066,7 @@ def exit_now(code: int, controller: Controller | None = None) -> None:
         controller.cancel_runs.set()
         for ev in list(controller.run_cancels):
             ev.set()
-        with controller._lock:
+        with controller.lock:
             children = list(controller.children)
         for p in children:
             try:
@@ -1629,18 +1133,18 @@ def build_server() -> GradguardLanguageServer:
     reg(T.NOTEBOOK_DOCUMENT_DID_CLOSE, c.on_notebook_close)
     reg(T.TEXT_DOCUMENT_DIAGNOSTIC, c.on_pull,
         T.DiagnosticOptions(identifier="gradguard", inter_file_dependencies=True, workspace_diagnostics=False))
-    reg(T.TEXT_DOCUMENT_CODE_ACTION, c.on_code_action,
+    reg(T.TEXT_DOCUMENT_CODE_ACTION, c.actions.on_code_action,
         T.CodeActionOptions(code_action_kinds=[T.CodeActionKind.QuickFix, FIX_ALL_KIND], resolve_provider=False))
-    reg(T.TEXT_DOCUMENT_HOVER, c.on_hover)
+    reg(T.TEXT_DOCUMENT_HOVER, c.actions.on_hover)
     reg(T.WORKSPACE_DID_CHANGE_CONFIGURATION, c.on_did_change_configuration)
     reg(T.WORKSPACE_DID_CHANGE_WATCHED_FILES, c.on_did_change_watched_files)
-    ls.command("gradguard.fixAll")(plain(c.cmd_fix_all))
-    ls.command("gradguard.runFile")(plain(c.cmd_run_file))
-    ls.command("gradguard.showKnowledge")(plain(c.cmd_show_knowledge))
-    ls.command("gradguard.checkWorkspace")(plain(c.cmd_check_workspace))
-    ls.command("gradguard.clearRunDiagnostics")(plain(c.cmd_clear_run))
-    ls.command("gradguard.cancelRun")(plain(c.cmd_cancel_run))
-    ls.command("gradguard.debugInfo")(plain(c.cmd_debug_info))
+    ls.command("gradguard.fixAll")(plain(c.commands.cmd_fix_all))
+    ls.command("gradguard.runFile")(plain(c.commands.cmd_run_file))
+    ls.command("gradguard.showKnowledge")(plain(c.commands.cmd_show_knowledge))
+    ls.command("gradguard.checkWorkspace")(plain(c.commands.cmd_check_workspace))
+    ls.command("gradguard.clearRunDiagnostics")(plain(c.commands.cmd_clear_run))
+    ls.command("gradguard.cancelRun")(plain(c.commands.cmd_cancel_run))
+    ls.command("gradguard.debugInfo")(plain(c.commands.cmd_debug_info))
     return ls
 
 
