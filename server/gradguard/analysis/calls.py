@@ -590,8 +590,17 @@ class Calls(AnalyzerCore):
             w.attrs["module"] = inner
             return w
         if qual in L.CHECKPOINT and pos:
-            # `cp.checkpoint(_inner_forward, x)` is `_inner_forward(x)` (what it returns, what it saves and writes)
-            return self.call(pos[0], pos[1:], {k: v for k, v in kw.items() if k not in L.CHECKPOINT_FLAGS}, n, st, fr)
+            # `cp.checkpoint(_inner_forward, x)` is `_inner_forward(x)` (what it returns, what it saves and writes).
+            # The non-reentrant one saves through its own pack hook (it recomputes what it needs in backward): what
+            # the function saves is never version-checked. The reentrant one (the default) saves its inputs.
+            packed = st.packed
+            if is_false(kw.get("use_reentrant")):
+                st.packed = True
+            try:
+                return self.call(pos[0], pos[1:], {k: v for k, v in kw.items() if k not in L.CHECKPOINT_FLAGS}, n,
+                                 st, fr)
+            finally:
+                st.packed = packed
         if qual in L.AUTOGRAD_FUNCTIONAL and pos:
             return self._autograd_functional(qual, pos, kw, n, st, fr)
         if raw in L.DEEPCOPY or qual in L.DEEPCOPY:

@@ -72,6 +72,8 @@ NO_GRAD_CTX = ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"
 ENABLE_GRAD_CTX = ("torch.enable_grad", "torch.autograd.enable_grad")
 AUTOCAST_CTX = ("torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast", "torch.cpu.amp.autocast")
 ALLOW_MUT_CTX = ("torch.autograd.graph.allow_mutation_on_saved_tensors",)
+PACKING_CTX = ("torch.autograd.graph.save_on_cpu",)  # saved_tensors_hooks itself also runs its pack hook
+UNPACKING_CTX = ("torch.autograd.graph.disable_saved_tensors_hooks",)
 # `with _unsafe_preserve_version_counter(t):` puts t's version counter back when the block ends: the writes to t
 # inside it are invisible to the saved-tensor check
 PRESERVE_VERSION_CTX = ("torch.autograd._unsafe_preserve_version_counter",

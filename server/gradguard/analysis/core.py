@@ -649,8 +649,8 @@ class AnalyzerCore:
         return (v.info.node, tree, v.info.mod.path) if tree is not None else None
 
     def save(self, val: Val, st: State, rec: SaveRecord) -> None:
-        if not isinstance(val, T):
-            return
+        if not isinstance(val, T) or st.packed:
+            return  # (what a pack hook kept is unpacked without a version check: no write makes it raise)
         saved = st.heap.saved
         for s in val.storages:
             have = saved.get(s, ())

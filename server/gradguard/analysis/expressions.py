@@ -857,7 +857,8 @@ class Expressions(AnalyzerCore):
     # comprehensions ---------------------------------------------------------
     def _comp(self, n: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp, st: State, fr: Frame,
               elt: ast.expr) -> Val:
-        inner = State(dict(st.env), st.heap, st.no_grad, st.autocast, st.allow_mutation, st.silent, st.inference)
+        inner = State(dict(st.env), st.heap, st.no_grad, st.autocast, st.allow_mutation, st.silent, st.inference,
+                      st.packed)
         for k, g in enumerate(n.generators):
             it = self.ev(g.iter, inner, fr)
             items = known_items(it) if k == 0 and len(n.generators) == 1 and not g.ifs else None

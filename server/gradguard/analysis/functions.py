@@ -225,7 +225,7 @@ class Functions(Summaries):
             return stub
         first_sid = Storage("marker").sid
         callee = State(env, st.heap, st.no_grad or fi.no_grad or self.ng_only(fi), st.autocast,
-                       st.allow_mutation or self.am_only(fi), st.silent, st.inference or fi.inference)
+                       st.allow_mutation or self.am_only(fi), st.silent, st.inference or fi.inference, st.packed)
         opened = fi.inference and not st.inference
         cfr = Frame(fi, fr.depth + (0 if thin(node) else 1), self_obj)
         if fr.func is not None and fr.func.cls is not None and self.module_like(fr.func.cls):

@@ -287,6 +287,31 @@ def _am_only_lines(lines: list[str]) -> set[int]:
     return set()
 
 
+def _packed_only(tree: ast.Module, lines: list[str]) -> frozenset[str]:
+    """Names of functions only ever passed to a non-reentrant checkpoint (``checkpoint(fn, x, use_reentrant=False)``):
+    what they save goes through its pack hook, never version-checked (see ``State.packed``). Every occurrence of the
+    name in the text, but its ``def``, must be such an argument."""
+    if not any("use_reentrant" in ln for ln in lines):
+        return frozenset()
+    passed: Counter[str] = Counter()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call) and n.args and (
+                (isinstance(n.func, ast.Name) and n.func.id == "checkpoint")
+                or (isinstance(n.func, ast.Attribute) and n.func.attr == "checkpoint")) \
+                and any(k.arg == "use_reentrant" and isinstance(k.value, ast.Constant) and k.value.value is False
+                        for k in n.keywords):
+            a = n.args[0]
+            name = a.id if isinstance(a, ast.Name) else a.attr if isinstance(a, ast.Attribute) else None
+            if name is not None:
+                passed[name] += 1
+    out = set()
+    for name, k in passed.items():
+        word = re.compile(rf"(?<!def )\b{re.escape(name)}\b")
+        if sum(len(word.findall(ln)) for ln in lines if name in ln) == k:
+            out.add(name)
+    return frozenset(out)
+
+
 MAX_ESCAPED = 16  # nested defs run on their own after one function's run (see Analyzer.run_escaped)
 
 
@@ -295,6 +320,7 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
     _file_ng: set[int] | None = None
     _ng_inputs: tuple[frozenset[int], set[int] | None] | None = None
     _am_only: set[int] | None = None
+    _packed_names: frozenset[str] | None = None
     context_deps: set[str]  # files whose uses of a name put one of this analysis's functions under no_grad
 
     memo_in: FileMemo | None = None  # the last analysis of this file (incremental re-analysis), if any
@@ -383,8 +409,11 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         self.__dict__.clear()  # closures made during the run (cached calls, callbacks) may still point at it
 
     def file_facts(self) -> tuple[object, ...]:
-        """What every function run depends on that no single chunk holds (the device its text settles, too)."""
-        return (self.graph_file, self.file, self.kb.device)
+        """What every function run depends on that no single chunk holds (the device its text settles, too, and the
+        functions only a non-reentrant checkpoint runs)."""
+        if self._packed_names is None:
+            self._packed_names = _packed_only(self.tree, self.lines)
+        return (self.graph_file, self.file, self.kb.device, self._packed_names)
 
     def _context_rel(self, chunks: list[Chunk], starts: list[int]) -> dict[int, frozenset[int]]:
         """Per chunk, its lines (relative to its start) that only run under no_grad (positive) or only inside
@@ -590,6 +619,15 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
             src._am_only = _am_only_lines(src.lines)
         return node.lineno in src._am_only
 
+    def packed_only(self, fi: FuncInfo) -> bool:
+        """Only ever run by a non-reentrant checkpoint of this file (see :func:`_packed_only`)."""
+        node = fi.node
+        if isinstance(node, ast.Lambda) or (fi.mod is not None and not fi.mod.is_root):
+            return False
+        if self._packed_names is None:
+            self._packed_names = _packed_only(self.tree, self.lines)
+        return node.name in self._packed_names
+
     def standalone(self, fi: FuncInfo) -> None:
         self.run_alone(fi)
         self.run_escaped()
@@ -690,7 +728,7 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         for me in selves:
             if me is not self_obj and me is not None:
                 env = {**env, params_first: me}
-            st = State(dict(env), Heap(), no_grad=no_grad, allow_mutation=self.am_only(fi))
+            st = State(dict(env), Heap(), no_grad=no_grad, allow_mutation=self.am_only(fi), packed=self.packed_only(fi))
             fr = Frame(fi, STANDALONE_DEPTH, me)
             self.active.append(fi)
             self.active_objs.append(None)
@@ -749,8 +787,8 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
                 self.fed_back = (self.site(ret), f"the state `{param}` that this returns is passed back into the next "
                                                  f"call, where it is modified after this call's ops saved it")
                 try:
-                    self.exec_body(node, State(env2, rs.heap, no_grad=no_grad,
-                                                     allow_mutation=self.am_only(fi)), fr2)
+                    self.exec_body(node, State(env2, rs.heap, no_grad=no_grad, allow_mutation=self.am_only(fi),
+                                               packed=self.packed_only(fi)), fr2)
                 finally:
                     self.fed_back = None
                 return

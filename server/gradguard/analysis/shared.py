@@ -473,7 +473,7 @@ class SharedSummaries(AnalyzerCore):
             args = tuple(shape.key(v) for v in pos), tuple((k, shape.key(kw[k])) for k in sorted(kw))
         except NotShared:
             return None
-        return (place_key, st.no_grad, st.autocast, st.allow_mutation, st.silent, st.inference, self.quiet > 0,
+        return (place_key, st.no_grad, st.autocast, st.allow_mutation, st.silent, st.inference, st.packed, self.quiet > 0,
                 bool(self.version_kept), self.kb.device, args), shape
 
     def shared_replay(self, key: Hashable, shape: Shape, pos: list[Val], kw: dict[str, Val], st: State,

@@ -85,10 +85,13 @@ class State:
     allow_mutation: bool = False
     silent: bool = False  # a branch that only runs when autograd does not record (`if not x.requires_grad:`)
     inference: bool = False  # inside inference_mode (no_grad is set too)
+    # Saves made here go through a saved-tensor pack hook (saved_tensors_hooks, save_on_cpu, a non-reentrant
+    # checkpoint): torch unpacks what the hook kept without checking versions, so no later write makes them raise.
+    packed: bool = False
 
     def copy(self) -> State:
         return State(dict(self.env), self.heap.copy(), self.no_grad, self.autocast, self.allow_mutation, self.silent,
-                     self.inference)
+                     self.inference, self.packed)
 
     def branch(self) -> State:
         return self.copy()
@@ -166,4 +169,4 @@ def join_states(a: State | None, b: State | None, own: bool = False) -> State | 
     heap = a.heap.join(b.heap)
     if alt_saved:
         heap = heap.with_saved(alt_saved)
-    return State(env, heap, a.no_grad, a.autocast, a.allow_mutation, a.silent and b.silent, a.inference)
+    return State(env, heap, a.no_grad, a.autocast, a.allow_mutation, a.silent and b.silent, a.inference, a.packed)

@@ -19,7 +19,9 @@ from gradguard.analysis.common import (
     MAX_UNROLL,
     NO_GRAD_CTX,
     OPSYM,
+    PACKING_CTX,
     PRESERVE_VERSION_CTX,
+    UNPACKING_CTX,
     Budget,
     Frame,
     Loop,
@@ -691,7 +693,7 @@ class Statements(AnalyzerCore):
         return self._loop(s, st, fr, lambda state: self.ev(s.test, state, fr))
 
     def s_With(self, s: ast.With | ast.AsyncWith, st: State, fr: Frame) -> State | None:
-        saved_flags = (st.no_grad, st.autocast, st.allow_mutation, st.inference)
+        saved_flags = (st.no_grad, st.autocast, st.allow_mutation, st.inference, st.packed)
         opened = -1
         kept: tuple[T, ...] = ()
         for item in s.items:
@@ -726,6 +728,11 @@ class Statements(AnalyzerCore):
             elif q == "torch.autograd.graph.saved_tensors_hooks" and isinstance(item.context_expr, ast.Call) \
                     and item.context_expr.args:
                 self.pack_hook(self.ev(item.context_expr.args[0], st, fr), item.context_expr, st, fr)
+                st.packed = True
+            elif q in PACKING_CTX:
+                st.packed = True  # save_on_cpu(): each saved tensor is packed as a copy
+            elif q in UNPACKING_CTX:
+                st.packed = False  # disable_saved_tensors_hooks(): saves as usual (a hook set here raises)
             else:
                 v = self.ev(item.context_expr, st, fr)
                 if item.optional_vars is not None:
@@ -746,7 +753,7 @@ class Statements(AnalyzerCore):
         if opened >= 0:  # tensors made from here to the end of the block are inference tensors
             self.inference_spans.append((opened, next_id()))
         if out is not None:
-            out.no_grad, out.autocast, out.allow_mutation, out.inference = saved_flags
+            out.no_grad, out.autocast, out.allow_mutation, out.inference, out.packed = saved_flags
         # paths that returned inside keep their flags only for their own returns
         return out
 

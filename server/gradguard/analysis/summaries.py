@@ -189,7 +189,8 @@ class Summaries(SharedSummaries):
     def call_key(self, fi: FuncInfo, pos: list[Val], kw: dict[str, Val], st: State) -> Hashable | None:
         saved = st.heap.saved
         # (a call inside `_unsafe_preserve_version_counter(t)` may write t unreported: not the same run as outside)
-        parts: list[Hashable] = [fkey(fi), st.no_grad, st.autocast, st.allow_mutation, bool(self.version_kept)]
+        parts: list[Hashable] = [fkey(fi), st.no_grad, st.autocast, st.allow_mutation, st.packed,
+                                 bool(self.version_kept)]
         try:
             for v in pos:
                 parts.append(self._vkey(v, saved, 0))

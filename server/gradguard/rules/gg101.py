@@ -35,7 +35,12 @@ never unpacked again. Such a write is reported when a later backward goes throug
 
 A saved-tensor pack hook (`torch.autograd.graph.saved_tensors_hooks(pack, unpack)`, or
 `grad_fn._raw_saved_self.register_hooks`) is handed the very tensor being saved: modifying it in place there
-raises *A saved tensor pack hook is modifying its input in place* during the forward.
+raises *A saved tensor pack hook is modifying its input in place* during the forward. What a pack hook keeps is
+unpacked without a version check: saves made under `saved_tensors_hooks`, `save_on_cpu()` or inside a non-reentrant
+checkpoint (`checkpoint(fn, x, use_reentrant=False)`, which recomputes them) never raise, whatever is written
+afterwards (with a hook that keeps the tensor itself, backward silently reads the new values). The reentrant
+checkpoint, the default, runs `fn` again with grad on in backward and backpropagates through that run, so a write
+inside `fn` into what `fn` saved raises there.
 
 A graph lives on after a backward that keeps it: `retain_graph=True`, and `torch.autograd.grad(...,
 create_graph=True)`, whose `retain_graph` defaults to `create_graph` (the gradient it returns is differentiated
