@@ -955,6 +955,9 @@ class Calls(AnalyzerCore):
                 # `state.float()` is `state` itself only when it is already float32; of a tensor whose dtype is not
                 # known (a parameter, a buffer, a bf16 activation) it may as well be a copy: no alias is assumed
                 info = dataclasses.replace(info, view_of=None)
+            elif isinstance(src, T) and src.leaf and src.rg == YES and src.view is None and info.name == "Tensor.float":
+                # `w.float()` of a float32 leaf is the leaf itself (no view of it: torch's error names the leaf)
+                return src.with_(view_op="`.float()` returns this very tensor when it is already float32")
         elif info.name in _SAME_DTYPE_CASTS and not info.view_of:
             # `h.to(torch.float32)`, `p.type_as(q)`: the tensor itself when it already has that dtype
             src, to = bound.get("self"), bound.get("dtype", bound.get("other"))
@@ -1687,6 +1690,7 @@ _FLOAT32_DTYPES = frozenset({"torch.float32", "torch.float"})
 _OTHER_PRECISION = re.compile(r"\b(half|float16|bfloat16|bf16|fp16|float64|double|autocast|amp|GradScaler|"
                               r"set_default_dtype|is_floating_point)\b|\bprecision\s*=|\.to\(\s*dtype\b|"
                               r"\bdtype\s*=\s*dtype\b|\bdtype\s*(==|!=|\bin\b|\bnot\s+in\b|\bis\b)")
+_PRINT_OPTIONS = re.compile(r"\bset_printoptions\([^)]*\)?")  # (its `precision=` is the digits printed)
 _BINARY_OVERLOADS = {"torch.max": "torch.maximum", "torch.min": "torch.minimum",
                      "Tensor.max": "torch.maximum", "Tensor.min": "torch.minimum"}
 
@@ -1702,7 +1706,7 @@ def _mentions_other_precision(lines: list[str]) -> bool:
     for ln in lines:
         got = memo.get(ln)
         if got is None:
-            got = memo[ln] = _OTHER_PRECISION.search(ln.split("#", 1)[0]) is not None
+            got = memo[ln] = _OTHER_PRECISION.search(_PRINT_OPTIONS.sub("", ln.split("#", 1)[0])) is not None
         if got:
             return True
     return False
