@@ -87,6 +87,18 @@ def _widen_counters(before: State, after: State, carried: set[str]) -> State:
     return out
 
 
+def _aug_targets(stmt: ast.stmt) -> Iterable[ast.Attribute]:
+    """``name.attr op= ...`` statements in ``stmt`` (nested defs and classes aside)."""
+    todo: list[ast.AST] = [stmt]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(x, ast.AugAssign) and isinstance(x.target, ast.Attribute) and isinstance(x.target.value, ast.Name):
+            yield x.target
+        todo.extend(c for c in ast.iter_child_nodes(x) if isinstance(c, (ast.stmt, ast.excepthandler)))
+
+
 def _is_number(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
@@ -588,6 +600,7 @@ class Statements(AnalyzerCore):
                 if cur is None:
                     break
                 loop.pass_no = p
+                counters = self._attr_counters(node, cur)
                 body_in = cur.branch()
                 bind(body_in)
                 out = self.exec_block(node.body, body_in, fr)
@@ -597,6 +610,7 @@ class Statements(AnalyzerCore):
                 exits = join_states(exits, out)
                 if out is not None and cur is not None:
                     out = _widen_counters(cur, out, carried)
+                    self._widen_attr_counters(counters, out)
                 cur = out  # the next iteration sees this one's state
         finally:
             fr.loops.pop()
@@ -607,6 +621,27 @@ class Statements(AnalyzerCore):
         if node.orelse and exits is not None:
             exits = self.exec_block(node.orelse, exits, fr)
         return exits
+
+    def _attr_counters(self, node: ast.For | ast.AsyncFor | ast.While, st: State) -> list[tuple[Obj, str, Val]]:
+        """The objects' numbers the loop counts up (`self.steps += 1`) with their values before a pass."""
+        targets: list[tuple[str, str]] | None = getattr(node, "_gg_attr_counters", None)
+        if targets is None:
+            targets = sorted({(t.value.id, t.attr) for x in node.body for t in _aug_targets(x)})
+            node._gg_attr_counters = targets  # type: ignore[union-attr]  # cached on the tree it describes
+        out = []
+        for name, attr in targets:
+            o = st.env.get(name)
+            if isinstance(o, Obj) and isinstance(v := o.attrs.get(attr), Const) and v.known and _is_number(v.value):
+                out.append((o, attr, v))
+        return out
+
+    def _widen_attr_counters(self, counters: list[tuple[Obj, str, Val]], st: State) -> None:
+        """As :func:`_widen_counters`, for a number kept on an object (`if self.steps > self.train_after:` in the
+        same loop, or in a method it calls, is true in some iteration)."""
+        for o, attr, before in counters:
+            v = o.attrs.get(attr)
+            if isinstance(v, Const) and v.known and _is_number(v.value) and v != before:
+                self.set_attr(o, attr, UNKNOWN_NUM)
 
     def s_For(self, s: ast.For | ast.AsyncFor, st: State, fr: Frame) -> State | None:
         it = self.ev(s.iter, st, fr)
