@@ -534,12 +534,16 @@ class Statements(AnalyzerCore):
         self.attr_logs.append((next_id(), []))
         if split is not None:
             fr.assumed[split] = True
+        jumps = (len(fr.loops[-1].continues) + len(fr.loops[-1].breaks)) if fr.loops else 0
         try:
             a = self.exec_block(s.body, body_st, fr)
         finally:
             log_a = self.attr_logs.pop()[1]
             if split is not None:
                 fr.assumed[split] = False
+        # (an arm that ends in `continue` or `break` goes on in the loop: what it did to objects stays, as
+        # `if i == 0: levels.append(stem); continue` appends the stem for the iterations after it)
+        jumped = a is None and fr.loops and len(fr.loops[-1].continues) + len(fr.loops[-1].breaks) > jumps
         if not recording_allows(test, False):
             st.no_grad = st.silent = True
         after_a = [(o, table, name, _logged(o, table, name)) for o, table, name, _old in log_a]
@@ -556,7 +560,7 @@ class Statements(AnalyzerCore):
                 continue
             seen.add((id(o), table, name))
             vb = _logged(o, table, name)
-            if a is None:
+            if a is None and not jumped:
                 continue  # the if branch returned or raised: the else branch's value stands
             if b is None:
                 merged = va
