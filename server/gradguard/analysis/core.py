@@ -529,6 +529,10 @@ class AnalyzerCore:
                 for r in saved.get(s0, ()):
                     if r not in recs and iloop.mirrored.get((s0, r), k) == k:
                         recs.append(r)
+        if len(val.storages) > 1:
+            # a value that is one of several tensors (the arms of a branch, the layers a list may hold): an op that
+            # saved one of them as its own output explains the write best (the others may be from other paths)
+            recs.sort(key=lambda r: r.what != "its output")
         param_update = st.no_grad and any(s.param_of is not None for s in val.storages)
         if recs and not st.allow_mutation and not param_update and not (
                 self.version_kept and val.storages <= self.version_kept) and not self.unreached(site, recs):
