@@ -630,9 +630,10 @@ class Statements(AnalyzerCore):
         """The objects' numbers the loop counts up (`self.steps += 1`) with their values before a pass."""
         targets: list[tuple[str, str]] | None = getattr(node, "_gg_attr_counters", None)
         if targets is None:
-            targets = sorted({(t.value.id, t.attr) for x in node.body for t in _aug_targets(x)})
+            targets = sorted({(t.value.id, t.attr) for x in node.body for t in _aug_targets(x)
+                              if isinstance(t.value, ast.Name)})
             node._gg_attr_counters = targets  # type: ignore[union-attr]  # cached on the tree it describes
-        out = []
+        out: list[tuple[Obj, str, Val]] = []
         for name, attr in targets:
             o = st.env.get(name)
             if isinstance(o, Obj) and isinstance(v := o.attrs.get(attr), Const) and v.known and _is_number(v.value):
