@@ -955,9 +955,6 @@ class Calls(AnalyzerCore):
                 # `state.float()` is `state` itself only when it is already float32; of a tensor whose dtype is not
                 # known (a parameter, a buffer, a bf16 activation) it may as well be a copy: no alias is assumed
                 info = dataclasses.replace(info, view_of=None)
-            elif isinstance(src, T) and src.leaf and src.rg == YES and src.view is None and info.name == "Tensor.float":
-                # `w.float()` of a float32 leaf is the leaf itself (no view of it: torch's error names the leaf)
-                return src.with_(view_op="`.float()` returns this very tensor when it is already float32")
         elif info.name in _SAME_DTYPE_CASTS and not info.view_of:
             # `h.to(torch.float32)`, `p.type_as(q)`: the tensor itself when it already has that dtype
             src, to = bound.get("self"), bound.get("dtype", bound.get("other"))
@@ -974,6 +971,14 @@ class Calls(AnalyzerCore):
             if isinstance(src, T) and self.float32(src) and not is_true(bound.get("copy")) and (
                     (isinstance(to, Ref) and to.qual in _FLOAT32_DTYPES) or (isinstance(to, T) and self.float32(to))):
                 info = dataclasses.replace(info, view_of="self")
+        if info.name in _DTYPE_CASTS | _SAME_DTYPE_CASTS and info.view_of == "self" \
+                and isinstance(src := bound.get("self"), T) and src.leaf and src.rg == YES and src.view is None:
+            # `w.float()`, `w.to(torch.float32)` of a float32 leaf: the leaf itself, not a view of it (torch's error
+            # names the leaf)
+            call = self.text(n) if isinstance(n, ast.Call) else display
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and f".{n.func.attr}(" in call:
+                call = call[call.rfind(f".{n.func.attr}("):]
+            return src.with_(view_op=f"`{call}` returns this very tensor when it already has that dtype")
         if "dim" in bound or (info.kind in ("function", "method") and len(pos) >= 2
                               and not isinstance(pos[1], T)):
             # `x.max(-1)`, `torch.max(x, 1)`: the reduction along a dimension (a (values, indices) pair), not the
