@@ -411,9 +411,7 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
     def file_facts(self) -> tuple[object, ...]:
         """What every function run depends on that no single chunk holds (the device its text settles, too, and the
         functions only a non-reentrant checkpoint runs)."""
-        if self._packed_names is None:
-            self._packed_names = _packed_only(self.tree, self.lines)
-        return (self.graph_file, self.file, self.kb.device, self._packed_names)
+        return (self.graph_file, self.file, self.kb.device, self.packed_names)
 
     def _context_rel(self, chunks: list[Chunk], starts: list[int]) -> dict[int, frozenset[int]]:
         """Per chunk, its lines (relative to its start) that only run under no_grad (positive) or only inside
@@ -624,9 +622,13 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         node = fi.node
         if isinstance(node, ast.Lambda) or (fi.mod is not None and not fi.mod.is_root):
             return False
+        return node.name in self.packed_names
+
+    @property
+    def packed_names(self) -> frozenset[str]:
         if self._packed_names is None:
             self._packed_names = _packed_only(self.tree, self.lines)
-        return node.name in self._packed_names
+        return self._packed_names
 
     def standalone(self, fi: FuncInfo) -> None:
         self.run_alone(fi)
