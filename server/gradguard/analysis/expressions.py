@@ -57,7 +57,9 @@ from gradguard.analysis.values import (
     fresh,
     join,
     join_paths,
+    known_int,
     known_str,
+    list_subclass,
     ordered,
     owner_key,
     recording_allows,
@@ -548,6 +550,13 @@ class Expressions(AnalyzerCore):
             return self.opaque_child(base, "[]") if got is UNKNOWN else got  # a module we cannot see
         if isinstance(base, Obj) and base.kind == "opaque" and base.cfg.get("data") is None:
             return self.opaque_child(base, "[]")  # `self.model[-1]` of a model we cannot see into: a module of it
+        if list_subclass(base) and not isinstance(n.slice, ast.Slice) and base.info is not None \
+                and base.info.find_method("__getitem__") is None:
+            ents = base.entries  # `self[0]` in a subclass of list: an item
+            if isinstance(ents, Seq) and ents.items is not None and (i := known_int(idx)) is not None \
+                    and -len(ents.items) <= i < len(ents.items):
+                return ents.items[i]
+            return seq_elem(ents)
         return UNKNOWN
 
     def item_instance(self, elem: T, sl: ast.expr, st: State, fr: Frame) -> T:
@@ -922,6 +931,8 @@ class Expressions(AnalyzerCore):
         if isinstance(v, Obj) and v.kind in ("sequential", "modulelist", "moduledict"):
             got = seq_elem(v.entries)
             return self.opaque_child(v, "[]") if got is UNKNOWN else got
+        if list_subclass(v) and (v.info is None or v.info.find_method("__iter__") is None):
+            return seq_elem(v.entries)  # `for processor in self` in a subclass of list
         if isinstance(v, Obj) and v.kind == "opaque" and v.cfg.get("data") is None:
             return self.opaque_child(v, "[]")  # `for mi in m.m`: the modules of a container we cannot see into
         if isinstance(v, Params):

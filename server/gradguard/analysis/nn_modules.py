@@ -51,6 +51,7 @@ from gradguard.analysis.values import (
     fresh,
     join,
     known_int,
+    list_subclass,
     next_id,
     ordered,
     owner_key,
@@ -179,6 +180,14 @@ class NNModules(Summaries):
                 # whose methods and properties the class declares (`-> List[int]`); its state is not known
                 return Obj("local", v.info.name, v.info)
         return None
+
+    def _list_items(self, pos: list[Val], n: ast.AST) -> Val:
+        """The items of ``list(iterable)`` for a subclass of ``list`` or ``tuple`` built from ``pos``."""
+        if not pos:
+            return Seq.of(())
+        if isinstance(pos[0], (Seq, Alt)):
+            return pos[0]
+        return Seq(None, self.elem(pos[0], n))
 
     def _entries(self, pos: list[Val]) -> Val:
         """Entries of nn.Sequential(*args) / ModuleList(list): a Seq, or Alt when lists were built differently."""
@@ -413,8 +422,8 @@ class NNModules(Summaries):
                     else:
                         self.set_entries(o, Seq.of((*ents.items, pos[1])))
             return NONE
-        if (o.kind in ("sequential", "modulelist") or _sequential_subclass(o)) and name in ("append", "extend", "insert") \
-                and pos:
+        if (o.kind in ("sequential", "modulelist") or _sequential_subclass(o) or list_subclass(o)) \
+                and name in ("append", "extend", "insert") and pos and (o.info is None or o.info.find_method(name) is None):
             ents = o.entries
             if name == "append" and isinstance(ents, Seq) and ents.items is not None:
                 self.set_entries(o, Seq.of((*ents.items, pos[0])))
@@ -672,6 +681,8 @@ class NNModules(Summaries):
             if "torch.nn.Sequential" in tb:
                 obj.entries = self._entries(pos)
                 obj.kind = "local"
+            elif list_subclass(obj):
+                obj.entries = self._list_items(pos, n)
             else:
                 self.init_torch_base(obj, cls, pos, kw, n)
             return NONE
@@ -969,6 +980,8 @@ class NNModules(Summaries):
                 self.set_attr(o, name, v)
         elif "torch.nn.Sequential" in ci.torch_bases():
             o.entries = self._entries(pos)
+        elif list_subclass(o):
+            o.entries = self._list_items(pos, n)
         else:
             self.init_torch_base(o, ci, pos, kw, n)
         return o

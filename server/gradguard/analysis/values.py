@@ -623,3 +623,13 @@ def seq_elem(v: Val) -> Val:
             el = s.elem if i == 0 else choice([el, s.elem]) if _functions(el) and _functions(s.elem) else join(el, s.elem)
         return el
     return UNKNOWN
+
+
+_BUILTIN_SEQUENCES = frozenset({"builtins.list", "builtins.tuple"})
+
+
+def list_subclass(o: Val) -> bool:
+    """An instance of a workspace subclass of ``list`` or ``tuple`` (``class LogitsProcessorList(list)``): its
+    entries are its items, which iterating ``self`` yields."""
+    return isinstance(o, Obj) and o.kind == "local" and o.info is not None \
+        and not _BUILTIN_SEQUENCES.isdisjoint(o.info.torch_bases())
