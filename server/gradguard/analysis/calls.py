@@ -424,7 +424,13 @@ class Calls(AnalyzerCore):
             if qual in L.TORCH_LOADERS:
                 return fresh(raw.rsplit(".", 1)[-1], rg=NO, maybe_tensor=True)
             if qual in L.TORCH_FACTORIES:
-                return self.new_tensor([], st, raw.rsplit(".", 1)[-1], min_rg=NO)
+                made = self.new_tensor([], st, raw.rsplit(".", 1)[-1], min_rg=NO)
+                dtype = kw.get("dtype")
+                if isinstance(made, T) and (qual in _DEFAULT_FLOAT_FACTORIES and dtype is None or (
+                        isinstance(dtype, Ref) and dtype.qual in _FLOAT32_DTYPES)):
+                    # (of the default dtype, or asked for float32)
+                    made = made.with_(f32=True)
+                return made
             real = [v for v in (*pos, *kw.values()) if not (isinstance(v, T) and v.maybe_tensor)]
             return self.new_tensor(real, st, raw.rsplit(".", 1)[-1], min_rg=NO)
         if not qual.startswith("torch.") and qual.split(".", 1)[0] not in L.DATA_LIBRARIES:
@@ -813,7 +819,7 @@ class Calls(AnalyzerCore):
         never mentions another real precision (no half, bfloat16, double, autocast, a dtype chosen at run time) a
         real one is the default float32. A file that works with complex numbers or FFTs makes some complex ones
         (see ``T.cplx``); the others stay real."""
-        if t.rg != YES or t.maybe_tensor or t.cplx:
+        if (t.rg != YES and not t.f32) or t.maybe_tensor or t.cplx:
             return False
         mod = self.mod
         got = self.fp32_files.get(mod.path)
@@ -1666,6 +1672,10 @@ _SAME_DTYPE_CASTS = frozenset({"Tensor.to", "Tensor.type_as", "Tensor.type"})
 _COMPLEX_MAKERS = frozenset({"torch.view_as_complex", "torch.complex", "torch.polar", "torch.fft.fft", "torch.fft.fft2",
                              "torch.fft.fftn", "torch.fft.ifft", "torch.fft.ifft2", "torch.fft.ifftn", "torch.fft.rfft",
                              "torch.fft.rfft2", "torch.fft.rfftn", "torch.fft.ihfft"})
+# factories whose result has the default floating dtype when no dtype is given (not `torch.full` or `torch.arange`,
+# whose dtype follows the fill value or the bounds, nor `torch.tensor`, whose data decides)
+_DEFAULT_FLOAT_FACTORIES = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.rand", "torch.randn",
+                                      "torch.linspace", "torch.logspace", "torch.eye"})
 _REAL_MAKERS = frozenset({"torch.view_as_real", "torch.real", "torch.imag", "torch.abs", "Tensor.abs", "operator.abs",
                           "torch.angle", "Tensor.angle", "torch.fft.irfft", "torch.fft.irfft2", "torch.fft.irfftn",
                           "torch.fft.hfft", "Tensor.float", "Tensor.double", "Tensor.half", "Tensor.bfloat16"})

@@ -98,7 +98,7 @@ class Shape:
             if got is not None:
                 return ("t", got[0])
             self.tensors[id(v)] = (len(self.tensors), v)
-            return ("T", v.rg, v.leaf, v.view, v.maybe_tensor, v.maybe_tuple, bool(v.prov), v.noncontig, v.cplx,
+            return ("T", v.rg, v.leaf, v.view, v.maybe_tensor, v.maybe_tuple, bool(v.prov), v.noncontig, v.cplx, v.f32,
                     v.expanded is not None,
                     tuple(self.storage(s) for s in sorted(v.storages, key=lambda s: s.sid)))
         if isinstance(v, Cond):

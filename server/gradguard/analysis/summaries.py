@@ -204,7 +204,7 @@ class Summaries(SharedSummaries):
         if isinstance(v, T):
             return ("T", v.rg, v.leaf, v.view, v.maybe_tensor, v.maybe_tuple, len(v.storages),
                     any(s in saved for s in v.storages), any(s.param_of is not None for s in v.storages),
-                    bool(v.prov), v.alias_of, v.noncontig, v.cplx, v.expanded is not None)
+                    bool(v.prov), v.alias_of, v.noncontig, v.cplx, v.f32, v.expanded is not None)
         if isinstance(v, Const):
             val = v.value
             if isinstance(val, (int, float)) and not isinstance(val, bool):

@@ -178,6 +178,9 @@ class T(Val):
     # made by expand() (or a view of what it made that keeps the broadcast dimension): several of its elements
     # share one memory location, so torch refuses to write into it in place; where the expand was
     expanded: Site | None = None
+    # made by a factory with no dtype given (`torch.zeros(6)`, `torch.randn(n, d)`): of the default dtype, float32
+    # in a file that never mentions another precision (see Calls.float32)
+    f32: bool = False
 
     def with_(self, **kw: Any) -> T:
         return replace(self, **kw)
@@ -529,7 +532,8 @@ def join(a: Val, b: Val) -> Val:
                  prov=a.prov | b.prov, alias_of=a.alias_of or b.alias_of, alias_site=a.alias_site or b.alias_site,
                  view_site=first.view_site or second.view_site,
                  origin=a.origin or b.origin, noncontig=a.noncontig and b.noncontig, made=max(a.made, b.made),
-                 cplx=a.cplx or b.cplx, expanded=a.expanded if a.expanded == b.expanded else None)
+                 cplx=a.cplx or b.cplx, expanded=a.expanded if a.expanded == b.expanded else None,
+                 f32=a.f32 and b.f32)
     if isinstance(a, T) and b is UNKNOWN:
         return a
     if isinstance(b, T) and a is UNKNOWN:
