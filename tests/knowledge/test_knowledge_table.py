@@ -242,6 +242,20 @@ def test_linear_saves_input_and_weight(kb: Knowledge) -> None:
 
 
 @pytest.mark.torch
+@pytest.mark.parametrize(("lazy", "base"), [("LazyLinear", "Linear"), ("LazyConv2d", "Conv2d"),
+                                            ("LazyBatchNorm1d", "BatchNorm1d")])
+def test_lazy_module_is_what_it_becomes(kb: Knowledge, lazy: str, base: str) -> None:
+    # a lazy module becomes its base class at the first call; its constructor lacks the size it infers then
+    info, plain = kb.get(f"torch.nn.{lazy}"), kb.get(f"torch.nn.{base}")
+    assert info is not None and plain is not None
+    assert info.name == plain.name and info.saves == plain.saves and info.params == plain.params[1:]
+    m = getattr(nn, lazy)(*([5] if base != "BatchNorm1d" else []), **({"kernel_size": 3} if base == "Conv2d" else {}))
+    m(torch.randn(2, 3, 6, 6) if base == "Conv2d" else torch.randn(4, 3))
+    assert type(m) is getattr(nn, base)
+    assert kb.get("torch.nn.LazyNothing") is None
+
+
+@pytest.mark.torch
 def test_conv2d_saves_input_and_weight_not_output(kb: Knowledge) -> None:
     info = kb.get("torch.nn.Conv2d")
     assert info is not None and {"input", "self.weight"} <= set(info.saves) and not info.saves_output

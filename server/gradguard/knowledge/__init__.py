@@ -48,6 +48,7 @@ saved. Versions: the packaged table is exact for the torch it was generated with
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Mapping
@@ -176,6 +177,9 @@ def merge_devices(entry: Mapping[str, Any], overlays: Mapping[str, Mapping[str, 
     return out
 
 
+_LAZY_PREFIX = "torch.nn.Lazy"
+
+
 class Knowledge:
     """The table, read for one device: ``device=None`` (the default: the device is not known statically) gives the
     union over every device the table has facts for; "cpu" or "cuda" give that device's facts."""
@@ -202,6 +206,12 @@ class Knowledge:
         except KeyError:
             d = self.entry(name, self.device)
             info = OpInfo.from_json(name, d) if d is not None else None
+            if info is None and name.startswith(_LAZY_PREFIX):
+                # `nn.LazyLinear(out_features)`, `nn.LazyConv2d(out_channels, 3)`: the module it becomes at its first
+                # call, built without the size it infers then (its first parameter)
+                base = self.get("torch.nn." + name[len(_LAZY_PREFIX):])
+                if base is not None and base.kind == "module" and base.params:
+                    info = dataclasses.replace(base, params=base.params[1:])
             self._cache[name] = info
             return info
 
