@@ -202,6 +202,7 @@ class Calls(AnalyzerCore):
         if isinstance(n.func, ast.Attribute) and n.func.attr == "register_hooks" and pos:
             self.pack_hook(pos[0], n, st, fr)  # grad_fn._raw_saved_self.register_hooks(pack, unpack)
         self._out_kw(kw, n, st, "call")
+        self.kept_elsewhere((*pos, *kw.values()))
         return UNKNOWN
 
     def unknown_result(self, n: ast.Call) -> T:
@@ -433,6 +434,10 @@ class Calls(AnalyzerCore):
                 return made
             real = [v for v in (*pos, *kw.values()) if not (isinstance(v, T) and v.maybe_tensor)]
             return self.new_tensor(real, st, raw.rsplit(".", 1)[-1], min_rg=NO)
+        if self.watching and not qual.startswith("torch.") and (
+                qual.split(".", 1)[0] not in L.DATA_LIBRARIES or qual.split(".", 1)[0] in _KEEPING_LIBRARIES):
+            # (torch's functions, `math.log(t)`, `np.asarray(t)` keep nothing of what they are given)
+            self.kept_elsewhere((*pos, *kw.values()))
         if not qual.startswith("torch.") and qual.split(".", 1)[0] not in L.DATA_LIBRARIES:
             # a class or factory the analysis cannot read (a library that is not installed, a module it cannot
             # find: `CamNet(21)`, `torchvision.models.resnet18()`): what it makes is one object, which calling may
@@ -1674,6 +1679,8 @@ _COMPLEX_MAKERS = frozenset({"torch.view_as_complex", "torch.complex", "torch.po
                              "torch.fft.rfft2", "torch.fft.rfftn", "torch.fft.ihfft"})
 # factories whose result has the default floating dtype when no dtype is given (not `torch.full` or `torch.arange`,
 # whose dtype follows the fill value or the bounds, nor `torch.tensor`, whose data decides)
+# data libraries whose objects hold what they are given (a deque, a multiprocessing queue)
+_KEEPING_LIBRARIES = frozenset({"collections", "multiprocessing", "threading", "queue", "h5py", "lmdb", "zarr"})
 _DEFAULT_FLOAT_FACTORIES = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.rand", "torch.randn",
                                       "torch.linspace", "torch.logspace", "torch.eye"})
 _REAL_MAKERS = frozenset({"torch.view_as_real", "torch.real", "torch.imag", "torch.abs", "Tensor.abs", "operator.abs",

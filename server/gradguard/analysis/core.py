@@ -39,10 +39,12 @@ from gradguard.analysis.values import (
     Obj,
     Params,
     Ref,
+    Seq,
     Storage,
     Super,
     T,
     Val,
+    next_id,
     ordered,
 )
 from gradguard.knowledge import Knowledge, OpInfo, load
@@ -159,6 +161,9 @@ class AnalyzerCore:
         self.effects = 0
         self.call_depth = 0
         self.cut_at: ast.AST | None = None
+        # calls whose result nobody keeps, running (see discarded): [the id mark when it began, nothing it did kept
+        # a tensor anywhere else so far]
+        self.watching: list[list[Any]] = []
         # custom Functions' backward writes into what they saved: summaries per class, and applies awaiting a
         # backward that keeps the graph (storages, provenance of the outputs, the write, the Function's save)
         self._bw_writes: dict[int, tuple[Any, tuple[Any, ...]]] = {}
@@ -384,6 +389,8 @@ class AnalyzerCore:
         with what was left of it, which a call from elsewhere would not, so none is summarised."""
         for rec in self.recording:
             rec[1] = False
+        for w in self.watching:
+            w[1] = False
 
     def cut_at_depth(self) -> None:
         """A call was cut short here by the depth limit: the calls in progress gave what they gave at their depth,
@@ -398,6 +405,9 @@ class AnalyzerCore:
         for rec in self.recording:
             if o.oid <= rec[0]:
                 rec[1] = False
+        for w in self.watching:
+            if o.oid <= w[0]:
+                w[1] = False
 
     def graph_use(self, owner: Any) -> tuple[Any, int, None]:
         """A provenance entry: ``owner``'s parameters enter a graph now (see graph_sites)."""
@@ -456,6 +466,9 @@ class AnalyzerCore:
         if not isinstance(val, T):
             return
         self.effects += 1
+        for w in self.watching:
+            if any(s.sid <= w[0] for s in val.storages):
+                w[1] = False  # a tensor that existed before the call now holds what it computed
         if st.silent:
             for s in val.storages:  # the write happens (versions move), but nothing recorded can break
                 st.heap.saved.pop(s, None)
@@ -684,6 +697,51 @@ class AnalyzerCore:
             self.call_depth -= 1
             if not self.call_depth:
                 self.save_log.clear()
+
+    def kept_elsewhere(self, vals: Iterable[Val]) -> None:
+        """Code the analysis cannot follow was handed these values: it may keep what the calls being watched
+        computed beyond their results (see discarded)."""
+        if self.watching and any(isinstance(v, (T, Seq, Obj)) for v in vals):
+            for w in self.watching:
+                w[1] = False
+
+    def discarded(self, n: ast.expr, st: State, fr: Frame) -> Val:
+        """Evaluate the call ``n``, whose result nobody keeps (``model(dummy)`` to build lazy layers, ``_ =
+        model(x)``). What its ops saved for the graph of that result can never be unpacked: no backward can reach
+        a graph whose output is dropped, so a later write into a weight it saved breaks nothing. Not when the
+        call kept a tensor elsewhere: set an attribute of an object that existed before it (``self.out = y``),
+        wrote in place into a tensor that did, handed tensors to code the analysis cannot follow, or was cut
+        short (see kept_elsewhere, touched)."""
+        watch: list[Any] = [next_id(), True]
+        self.watching.append(watch)
+        mark = len(self.save_log)
+        self.call_depth += 1
+        try:
+            out = self.ev(n, st, fr)
+            if watch[1] and len(self.save_log) > mark:
+                saved = st.heap.saved
+                for s, rec in self.save_log[mark:]:
+                    have = saved.get(s)
+                    if have is not None and rec in have:
+                        rest = tuple(r for r in have if r is not rec)
+                        if rest:
+                            saved[s] = rest
+                        else:
+                            del saved[s]
+            return out
+        finally:
+            self.watching.pop()
+            self.call_depth -= 1
+            if not self.call_depth:
+                self.save_log.clear()
+
+    def log_saves(self, saved: dict[Storage, tuple[SaveRecord, ...]], s: Storage,
+                  recs: tuple[SaveRecord, ...]) -> None:
+        """Add ``recs`` (a replayed call's saves) to what ``s`` saved, logged as :meth:`save` logs them."""
+        have = saved.get(s, ())
+        saved[s] = (*have, *recs)
+        if self.call_depth:
+            self.save_log.extend((s, r) for r in recs if r not in have)
 
     def cut(self, n: ast.AST, mark: int, effects: int, st: State) -> None:
         """``n``'s op cuts the graph (argmax, multinomial: the result never requires grad; binomial, ``//``:

@@ -499,7 +499,7 @@ class SharedSummaries(AnalyzerCore):
         for y in removed:
             saved.pop(y, None)
         for y, recs in added:
-            saved[y] = (*saved.get(y, ()), *recs)
+            self.log_saves(saved, y, recs)
         self.budget -= kept.stmts
         self.foreign_used += kept.stmts
         self.shared_files |= kept.files

@@ -144,14 +144,20 @@ class Statements(AnalyzerCore):
             self.cur_stmt = prev
 
     def s_Expr(self, s: ast.Expr, st: State, fr: Frame) -> State:
-        self.ev(s.value, st, fr)
+        if _dropped_call(s.value):
+            self.discarded(s.value, st, fr)  # `model(dummy)`: a graph nobody can backward through
+        else:
+            self.ev(s.value, st, fr)
         return st
 
     def s_Pass(self, s: ast.stmt, st: State, fr: Frame) -> State:
         return st
 
     def s_Assign(self, s: ast.Assign, st: State, fr: Frame) -> State:
-        v = self.ev(s.value, st, fr)
+        if _dropped_call(s.value) and all(_throwaway(t) for t in s.targets):
+            v = self.discarded(s.value, st, fr)  # `_ = model(wave, pad)`
+        else:
+            v = self.ev(s.value, st, fr)
         for t in s.targets:
             self.assign(t, v, st, fr, s)
         return st
@@ -1113,3 +1119,25 @@ def _separate_tensors(items: tuple[Val, ...]) -> bool:
             return False
         seen |= x.storages
     return True
+
+
+# methods that keep what they are given in their receiver (a list, a queue, a buffer), or write into it in place
+_KEEPING_METHODS = frozenset({"append", "appendleft", "extend", "extendleft", "insert", "add", "update", "setdefault",
+                              "put", "put_nowait", "push", "store", "register_buffer", "register_parameter",
+                              "add_module", "register_module", "__setitem__", "copy_", "set_"})
+
+
+def _dropped_call(n: ast.expr) -> bool:
+    """A call whose result the statement drops, not one that keeps its argument in its receiver
+    (``outs.append(model(x))``) or writes into it (``x.add_(y)``)."""
+    if not isinstance(n, ast.Call):
+        return False
+    f = n.func
+    return not (isinstance(f, ast.Attribute) and (f.attr in _KEEPING_METHODS or f.attr.endswith("_")))
+
+
+def _throwaway(t: ast.expr) -> bool:
+    """``_``, or a tuple of them: the conventional name for a value nobody reads."""
+    if isinstance(t, ast.Name):
+        return t.id == "_"
+    return isinstance(t, (ast.Tuple, ast.List)) and all(_throwaway(e) for e in t.elts)

@@ -388,8 +388,7 @@ class Summaries(SharedSummaries):
         for x in s.removed:
             saved.pop(c.storage(x), None)
         for x, recs in s.added:
-            y = c.storage(x)
-            saved[y] = (*saved.get(y, ()), *recs)
+            self.log_saves(saved, c.storage(x), recs)
         if s.steps:
             here = tuple(self.call_stmts)
             st.heap.steps = (*st.heap.steps, *(
