@@ -424,6 +424,8 @@ class Calls(AnalyzerCore):
         if factory:
             if qual in L.TORCH_LOADERS:
                 return fresh(raw.rsplit(".", 1)[-1], rg=NO, maybe_tensor=True)
+            if qual in L.INDEX_FUNCTIONS:
+                return fresh(raw.rsplit(".", 1)[-1], rg=NO, maybe_tuple=True)
             if qual in L.TORCH_FACTORIES:
                 made = self.new_tensor([], st, raw.rsplit(".", 1)[-1], min_rg=NO)
                 dtype = kw.get("dtype")
@@ -433,7 +435,10 @@ class Calls(AnalyzerCore):
                     made = made.with_(f32=True)
                 return made
             real = [v for v in (*pos, *kw.values()) if not (isinstance(v, T) and v.maybe_tensor)]
-            return self.new_tensor(real, st, raw.rsplit(".", 1)[-1], min_rg=NO)
+            made = self.new_tensor(real, st, raw.rsplit(".", 1)[-1], min_rg=NO)
+            # (a torch function the knowledge does not hold may return several tensors, `torch.unique(x,
+            # return_inverse=True)`, `torch.aminmax(x)`: unpacking its result takes them apart, it unbinds nothing)
+            return made.with_(maybe_tuple=True) if isinstance(made, T) else made
         if self.watching and not qual.startswith("torch.") and (
                 qual.split(".", 1)[0] not in L.DATA_LIBRARIES or qual.split(".", 1)[0] in _KEEPING_LIBRARIES):
             # (torch's functions, `math.log(t)`, `np.asarray(t)` keep nothing of what they are given)

@@ -154,6 +154,13 @@ TORCH_FACTORIES = frozenset({
     "torch.poisson", "torch.scalar_tensor", "torch.sparse_coo_tensor_unsafe", "torch.frombuffer",
 })
 
+# torch's functions that compute indices, counts or bins: never differentiable (no result requires grad), and with
+# `return_inverse=True` / `return_counts=True` (unique) several results
+INDEX_FUNCTIONS = frozenset({
+    "torch.unique", "torch.unique_consecutive", "torch.nonzero", "torch.argwhere", "torch.searchsorted",
+    "torch.bucketize", "torch.bincount", "torch.histc", "torch.histogram", "torch.count_nonzero",
+})
+
 # torch's legacy constructors: `torch.Tensor(3, 4)` and `torch.FloatTensor([1, 2])` make a new tensor (sizes, or a
 # copy of the data given); `torch.Tensor(t)` of a tensor is an alias of it
 LEGACY_TENSOR_CTORS = frozenset(
