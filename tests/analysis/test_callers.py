@@ -242,3 +242,17 @@ def test_a_sibling_defining_its_own_function_is_a_dependency(tmp_path: Path) -> 
         "def adagrad_step(grad, state_sum, nodes, lr):\n    return lr * grad\n", "from model import adagrad_step\n"))
     r = check_text(SIBLING_MODEL, path, project=project)
     assert (7, "GG101") in {(f.line, f.code) for f in r.findings}
+
+
+def test_a_call_of_another_module_function_of_the_same_name_keeps_no_grad(tmp_path: Path) -> None:
+    """`march` of tracer.py runs only under no_grad. A file that calls another library's `march` (`geo.march(x)`)
+    or a method of that name does not call it; one that calls it through tracer's module (`tr.march(x)`) does."""
+    project = workspace(tmp_path)
+    other = tmp_path / "walk.py"
+    other.write_text("import geo\n\n\nclass Walker:\n    def march(self, x):\n        return x\n\n\n"
+                     "loss = geo.march(x).sum() + Walker().march(x).sum()\n")
+    project.invalidate([str(other)])
+    assert findings(project, tmp_path) == set()
+    other.write_text("import tracer as tr\n\nloss = tr.march(x).sum()\n")
+    project.invalidate([str(other)])
+    assert findings(project, tmp_path) == {(14, "GG103")}

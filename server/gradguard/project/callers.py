@@ -86,6 +86,25 @@ class _Entry:
                     self._froms.setdefault(w, []).append(m.group(1))
         return self._froms.get(name, [])
 
+    def may_refer_to(self, name: str, module: str) -> bool:
+        """Could the file's uses of ``name`` refer to a module-level function or class ``name`` of module
+        ``module``: the bare name (imported by name), or ``module.name`` (through an alias of its module)?
+        ``optax.lamb(...)`` is another library's function, ``obj.name(...)`` a method, ``def name(self)`` defines
+        one: none of them is this module's."""
+        text = self.sf.text
+        mod = re.escape(module)
+        # the names the module is bound to here: itself, `import pkg.tracer as tr`, `from pkg import tracer as tr`
+        names = {module, *re.findall(rf"\b{mod}\s+as\s+(\w+)", text)}
+        via = re.compile(rf"\b(?:{'|'.join(map(re.escape, names))})\s*$")
+        for m in re.finditer(rf"(\.\s*)?\b{re.escape(name)}\b", text):
+            before = text[text.rfind("\n", 0, m.start()) + 1:m.start()]
+            if m.group(1) is None:
+                if not re.search(r"\b(?:def|class)\s*$", before):
+                    return True
+            elif via.search(before) or "import" in before:
+                return True
+        return False
+
     def defines_top(self, name: str) -> bool:
         """Does the file define a module-level function or class ``name`` (``def name(``, ``class name`` at column
         0)?"""
@@ -238,6 +257,8 @@ class CallerIndex:
                     if top_level and e.defines_top(name):
                         passed.append(path)
                         continue
+                    if top_level and not e.may_refer_to(name, _stem(skip)):
+                        continue  # (only `optax.lamb(...)`: not this module's `lamb`)
                     got.append(path)
                     break
             self._outside[key] = got
@@ -282,7 +303,7 @@ class CallerIndex:
             if home and path != home and (e.defines_top(name) or self._sibling_defines(path, name, home)):
                 continue
             scan = e.scanned()
-            if name in scan.outside:
+            if name in scan.outside and not (home and not e.may_refer_to(name, _stem(home))):
                 return False
             used = used or name in scan.inside
             if is_class:
@@ -293,3 +314,8 @@ class CallerIndex:
                         return False
                     used = used or var in scan.inside
         return used
+
+
+def _stem(path: str) -> str:
+    """The module name a file is imported as (its last part)."""
+    return os.path.splitext(os.path.basename(path))[0]
