@@ -429,7 +429,7 @@ class Calls(AnalyzerCore):
             if qual in L.TORCH_FACTORIES:
                 made = self.new_tensor([], st, raw.rsplit(".", 1)[-1], min_rg=NO)
                 dtype = kw.get("dtype")
-                if isinstance(made, T) and (qual in _DEFAULT_FLOAT_FACTORIES and dtype is None or (
+                if isinstance(made, T) and ((qual in _DEFAULT_FLOAT_FACTORIES and dtype is None) or (
                         isinstance(dtype, Ref) and dtype.qual in _FLOAT32_DTYPES)):
                     # (of the default dtype, or asked for float32)
                     made = made.with_(f32=True)
