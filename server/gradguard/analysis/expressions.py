@@ -840,7 +840,7 @@ class Expressions(AnalyzerCore):
             rg = max((p.rg for p in sources), default=YES)
             label = f"`{obj.qual.rsplit('.', 1)[-1]}.{name}`" if obj.qual else f"`{name}`"
             prov: frozenset[Any] = frozenset()
-            if st is not None and not st.no_grad and kind.value in _PARAM_SOURCES:
+            if st is not None and not st.no_grad and kind.value in _SAVES_SOURCES:
                 for p in sources:
                     if p.rg == YES:
                         self.save(p, st, SaveRecord(f"{kind.value}", f"the parametrized {name}'s source",
@@ -1071,3 +1071,7 @@ _NO_WEIGHT_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module
 _PARAM_SOURCES = {
     "spectral_norm": ("",), "orthogonal": ("",), "weight_norm": ("_g", "_v"),
 }
+# the parametrizations whose computation saves the original itself: weight_norm keeps its direction and magnitude,
+# spectral_norm divides the weight by sigma. orthogonal does not: it maps a new tensor made from it (`X.tril()`,
+# then matrix_exp, cayley or householder), so an in-place update of the original breaks no graph.
+_SAVES_SOURCES = frozenset({"spectral_norm", "weight_norm"})
