@@ -357,6 +357,8 @@ class Calls(AnalyzerCore):
             o = Obj("optimizer", qual)
             params = kw.get("params", pos[0] if pos else UNKNOWN)
             o.cfg["owners"] = Params(self.owners_of(params))
+            if "fused" in kw:
+                o.cfg["fused"] = kw["fused"]
             return o
         if qual in ("torch.autograd.backward",):
             if pos:

@@ -270,7 +270,8 @@ class Functions(Summaries):
         heap: Heap | None = None
         for (_v, h), mine in zip(paths, returned):
             trimmed = Heap({s: r for s, r in h.saved.items()
-                            if s.sid <= first_sid or s in mine or s not in any_returned}, h.steps, h.freed, h.wrote)
+                            if s.sid <= first_sid or s in mine or s not in any_returned}, h.steps, h.freed, h.wrote,
+                           h.cleared)
             heap = trimmed if heap is None else heap.join(trimmed)
         assert heap is not None
         st.heap = heap.with_saved(alt_saved) if alt_saved else heap

@@ -346,6 +346,8 @@ class NNModules(Summaries):
         if o.kind == "optimizer":
             if name == "step":
                 self.optimizer_step(o, n, st)
+            elif name == "zero_grad":
+                self.zero_grad(o, kw.get("set_to_none", pos[0] if pos else None), st)
             return NONE
         if o.kind == "ctx":
             self.touched(o)
@@ -446,8 +448,14 @@ class NNModules(Summaries):
                 # a subclass of a torch optimizer (`class ClipAdam(Adam)`) that keeps the built-in step
                 self.optimizer_step(o, n, st)
                 return NONE
-            if o.info.torch_bases() and name in ("zero_grad", "apply", "load_state_dict", "state_dict"):
+            if o.info.torch_bases() and name == "zero_grad":
+                self.zero_grad(o, kw.get("set_to_none", pos[0] if pos else None), st)
                 return UNKNOWN
+            if o.info.torch_bases() and name in ("apply", "load_state_dict", "state_dict"):
+                return UNKNOWN
+        if name == "zero_grad" and o.kind in ("torch", "sequential", "modulelist", "moduledict"):
+            self.zero_grad(o, kw.get("set_to_none", pos[0] if pos else None), st)
+            return UNKNOWN
         if name in ("zero_grad", "apply", "load_state_dict", "state_dict", "named_modules", "register_forward_hook"):
             return UNKNOWN
         if o.kind == "local" and o.info is not None and not any(b.startswith("torch.") for b in o.info.torch_bases()):
@@ -694,12 +702,26 @@ class NNModules(Summaries):
                 return self.run_sequential(obj, pos[0], n, st, fr)
         return UNKNOWN
 
+    def zero_grad(self, o: Obj, set_to_none: Val | None, st: State) -> None:
+        """``opt.zero_grad()``, ``model.zero_grad()``: the gradients are set to None (torch's default since 2.0),
+        unless ``set_to_none=False`` fills them with zeros."""
+        if set_to_none is None or is_true(set_to_none):
+            st.heap.cleared = st.heap.cleared | {o}
+
     def optimizer_step(self, o: Obj, n: ast.Call, st: State) -> None:
-        """``opt.step()``: the parameters the optimizer was built on are updated in place."""
+        """``opt.step()``: the parameters the optimizer was built on are updated in place. Not when their
+        gradients are None (``zero_grad()`` since the last backward: torch's optimizers skip such parameters), nor
+        by a fused optimizer (``fused=True``: its kernels write without moving the version counters, so no
+        backward raises; it silently reads the new values)."""
         if st.allow_mutation:  # allow_mutation_on_saved_tensors keeps copies
             return
         owners = o.cfg.get("owners")
         own = owners.owners if isinstance(owners, Params) else frozenset()
+        if is_true(o.cfg.get("fused")):
+            return
+        if st.heap.cleared and (o in st.heap.cleared or (own and own <= st.heap.cleared)):
+            self.unsummarised()  # (a call that steps nothing here may step after a backward elsewhere)
+            return
         stmt = self.stmt_site()
         st.heap.steps = (*st.heap.steps, self.step_event(own, self.site(n), stmt, f"{self.text(n.func)}()", st))
 

@@ -42,12 +42,16 @@ class Heap:
     freed: frozenset[tuple[Any, int]] = frozenset()
     # the last in-place write to each storage: (statement stamp, site, op as users read it)
     wrote: dict[Storage, tuple[int, Site, str]] = field(default_factory=dict)
+    # optimizers (and modules) whose gradients `zero_grad()` set to None since the last backward: their step
+    # updates nothing (every torch optimizer skips a parameter whose `.grad` is None)
+    cleared: frozenset[Any] = frozenset()
 
     def copy(self) -> Heap:
-        return Heap(dict(self.saved), self.steps, self.freed, dict(self.wrote) if self.wrote else {})
+        return Heap(dict(self.saved), self.steps, self.freed, dict(self.wrote) if self.wrote else {}, self.cleared)
 
     def with_saved(self, more: dict[Storage, tuple[SaveRecord, ...]]) -> Heap:
-        return Heap({**self.saved, **more}, self.steps, self.freed, dict(self.wrote) if self.wrote else {})
+        return Heap({**self.saved, **more}, self.steps, self.freed, dict(self.wrote) if self.wrote else {},
+                    self.cleared)
 
     def join(self, other: Heap) -> Heap:
         if other is self:
@@ -73,7 +77,7 @@ class Heap:
                 mine_w = wrote.get(s)
                 if mine_w is None or w[0] > mine_w[0]:
                     wrote[s] = w
-        return Heap(saved, steps, self.freed & other.freed, wrote)
+        return Heap(saved, steps, self.freed & other.freed, wrote, self.cleared & other.cleared)
 
 
 @dataclass

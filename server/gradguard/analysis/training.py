@@ -46,6 +46,7 @@ class Training(AnalyzerCore):
 
     def _backward(self, y: T, kw: dict[str, Val], n: ast.AST, st: State) -> None:
         self.backwards += 1
+        st.heap.cleared = frozenset()  # (the gradients it accumulates are there for the next step)
         if is_true(kw.get("create_graph")):
             self.graph_grads = True  # the `.grad` it accumulates requires grad (see Expressions.getattr)
         heap = st.heap

@@ -12,6 +12,11 @@ Layers save their weights for backward (`Linear` keeps `weight` to compute the i
 `optimizer.step()` updates those weights in place. A second `backward()` through a graph built before the
 step (multi-loss training with `retain_graph=True`, GAN/VAE/actor-critic updates that reuse an earlier
 forward, a tensor computed once in `__init__`) finds the saved weights changed.
+
+A step right after `zero_grad()` (no backward in between) updates nothing: the gradients are None and torch's
+optimizers skip such parameters (with `zero_grad(set_to_none=False)` they are zeros, and the step writes). A
+fused optimizer (`fused=True`) writes without moving the version counters: torch raises nothing, and the later
+backward silently reads the new weights.
 """
     fix = """
 Call every `backward()` that needs the old graph before the `step()` (compute all losses first, step last), or
