@@ -590,6 +590,9 @@ class Calls(AnalyzerCore):
             return Partial(pos[0], tuple(pos[1:]), tuple(kw.items()), sites) if pos else UNKNOWN
         if qual in L.PARAMETRIZE and pos and isinstance(pos[0], Obj):
             self.parametrize(qual, pos[0], pos, kw)
+        if qual in L.PRUNE and pos and isinstance(pos[0], Obj):
+            self.prune(pos[0], pos[1] if len(pos) > 1 else kw.get("name"))
+            return pos[0]
         if qual in L.RETURNS_FIRST_ARG:
             return pos[0] if pos else UNKNOWN
         if qual in L.HOOKS_EVERY_MODULE and pos:
@@ -1241,6 +1244,22 @@ class Calls(AnalyzerCore):
             # tensors of their own; the indices carry no gradient
             return Seq.of((res, T(frozenset({Storage(f"{display} indices")}), rg=NO, origin=display)), "tuple")
         return join(off_alias, res) if off_alias is not None else res
+
+    def prune(self, o: Obj, given: Val | None) -> None:
+        """``prune.l1_unstructured(layer, "weight", 0.3)``: the parameter becomes ``weight_orig``, a buffer
+        ``weight_mask`` (no gradient: writing into it is no leaf's in-place write) is registered, and ``weight`` is
+        ``weight_orig * weight_mask``, recomputed before each forward (the product keeps the mask for the
+        original's gradient)."""
+        name = known_str(given) if given is not None else None
+        if name is None or o.kind not in ("torch", "local"):
+            return
+        self.touched(o)
+        original = self.module_param(o, name)
+        self.set_param(o, f"{name}_orig", original)
+        self.set_param(o, f"{name}_mask", T(frozenset({Storage(f"`{name}_mask` is the pruning mask (a buffer)",
+                                                                o.ctor)}), rg=NO, origin=f"{name}_mask"))
+        o.cfg[f"_parametrized.{name}"] = Const("prune")
+        o.cfg[f"_parametrized_by_hook.{name}"] = Const(True)
 
     def parametrize(self, qual: str, o: Obj, pos: list[Val], kw: dict[str, Val]) -> None:
         """``spectral_norm(m)``, ``weight_norm(m)``, ``orthogonal(m)``, ``register_parametrization(m, "weight", P())``:

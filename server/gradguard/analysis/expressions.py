@@ -840,7 +840,13 @@ class Expressions(AnalyzerCore):
             rg = max((p.rg for p in sources), default=YES)
             label = f"`{obj.qual.rsplit('.', 1)[-1]}.{name}`" if obj.qual else f"`{name}`"
             prov: frozenset[Any] = frozenset()
-            if st is not None and not st.no_grad and kind.value in _SAVES_SOURCES:
+            if st is not None and not st.no_grad and kind.value == "prune" and len(sources) == 2 \
+                    and sources[0].rg == YES:
+                # weight_orig * weight_mask keeps the mask for the original's gradient
+                self.save(sources[1], st, SaveRecord("prune", f"the pruning mask of {name}", self.stmt_site(),
+                                                     "torch.nn.utils.prune"))
+                prov = frozenset({self.graph_use(obj)})
+            elif st is not None and not st.no_grad and kind.value in _SAVES_SOURCES:
                 for p in sources:
                     if p.rg == YES:
                         self.save(p, st, SaveRecord(f"{kind.value}", f"the parametrized {name}'s source",
@@ -1069,7 +1075,7 @@ _NO_WEIGHT_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module
 # the tensors a torch parametrization computes a parametrized weight from, by suffix of the weight's name ("": the
 # weight itself, kept as the original), which the computation saves
 _PARAM_SOURCES = {
-    "spectral_norm": ("",), "orthogonal": ("",), "weight_norm": ("_g", "_v"),
+    "spectral_norm": ("",), "orthogonal": ("",), "weight_norm": ("_g", "_v"), "prune": ("_orig", "_mask"),
 }
 # the parametrizations whose computation saves the original itself: weight_norm keeps its direction and magnitude,
 # spectral_norm divides the weight by sigma. orthogonal does not: it maps a new tensor made from it (`X.tril()`,

@@ -451,10 +451,16 @@ class NNModules(Summaries):
             if o.info.torch_bases() and name == "zero_grad":
                 self.zero_grad(o, kw.get("set_to_none", pos[0] if pos else None), st)
                 return UNKNOWN
+            if o.info.torch_bases() and name == "load_state_dict" and self.nn_module_like(o.info):
+                self.load_state(o, n, st)
+                return UNKNOWN
             if o.info.torch_bases() and name in ("apply", "load_state_dict", "state_dict"):
                 return UNKNOWN
         if name == "zero_grad" and o.kind in ("torch", "sequential", "modulelist", "moduledict"):
             self.zero_grad(o, kw.get("set_to_none", pos[0] if pos else None), st)
+            return UNKNOWN
+        if name == "load_state_dict" and o.kind in ("torch", "sequential", "modulelist", "moduledict"):
+            self.load_state(o, n, st)
             return UNKNOWN
         if name in ("zero_grad", "apply", "load_state_dict", "state_dict", "named_modules", "register_forward_hook"):
             return UNKNOWN
@@ -707,6 +713,16 @@ class NNModules(Summaries):
         unless ``set_to_none=False`` fills them with zeros."""
         if set_to_none is None or is_true(set_to_none):
             st.heap.cleared = st.heap.cleared | {o}
+
+    def load_state(self, o: Obj, n: ast.Call, st: State) -> None:
+        """``model.load_state_dict(sd)``: every parameter of the module is copied into in place (under no_grad),
+        as a step updates it: a graph built before it that saved a weight finds it changed at its backward (a
+        target network synced into the online one between its forward and backward)."""
+        if st.allow_mutation:
+            return
+        owners = frozenset(x for x in self.reach(o) if isinstance(x, Obj)) | {o}  # (each layer's parameters)
+        st.heap.steps = (*st.heap.steps, self.step_event(owners, self.site(n), self.stmt_site(),
+                                                           f"{self.text(n.func)}()", st))
 
     def optimizer_step(self, o: Obj, n: ast.Call, st: State) -> None:
         """``opt.step()``: the parameters the optimizer was built on are updated in place. Not when their

@@ -89,14 +89,19 @@ def _setitem(ctx: Ctx) -> list[Fix]:
         # (`x[idx] += v` with advanced indexing writes `x[idx] = x[idx] + v` back: an item assignment too)
         tgt = st.tree.targets[0] if isinstance(st.tree, ast.Assign) else st.tree.target
         if isinstance(tgt, ast.Subscript):
-            fixes += _clone_before(ctx, _root(tgt) if isinstance(_root(tgt), ast.Name) else tgt.value, st,
-                                   st.tree.value, ctx.f.code)
+            fixes += _clone_before(ctx, _indexed(tgt), st, st.tree.value, ctx.f.code)
         elif isinstance(tgt, (ast.Tuple, ast.List)) and tgt.elts and all(isinstance(e, ast.Subscript) for e in tgt.elts):
             # `q[:, 1:], k[:, 1:] = rotate(q[:, 1:], k[:, 1:])`: q and k may view one tensor, whose version every
             # write bumps: each target is cloned, after the value is computed from the originals
-            bases = [_root(e) if isinstance(_root(e), ast.Name) else e.value
-                     for e in tgt.elts if isinstance(e, ast.Subscript)]
+            bases = [_indexed(e) for e in tgt.elts if isinstance(e, ast.Subscript)]
             fixes += _clone_before(ctx, bases, st, st.tree.value, ctx.f.code)
     return fixes
 
 
+def _indexed(tgt: ast.Subscript) -> ast.expr:
+    """The tensor an item assignment writes into: `x` of `x[i][j] = v`, `model[0].mask` of `model[0].mask[0] =
+    v` (not `model`: indexing a container of modules is no tensor write)."""
+    base = tgt.value
+    while isinstance(base, ast.Subscript):
+        base = base.value
+    return base if isinstance(base, ast.Name) else tgt.value

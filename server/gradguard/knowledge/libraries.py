@@ -130,6 +130,12 @@ PARAMETRIZE = frozenset({
     "torch.nn.utils.parametrizations.orthogonal", "torch.nn.utils.parametrize.register_parametrization",
 })
 
+# torch.nn.utils.prune: `prune.l1_unstructured(module, "weight", amount)` keeps the parameter as `weight_orig`, a
+# buffer `weight_mask`, and recomputes `weight = weight_orig * weight_mask` before each forward (a hook); it returns
+# the module
+PRUNE = frozenset(f"torch.nn.utils.prune.{f}" for f in (
+    "random_unstructured", "l1_unstructured", "random_structured", "ln_structured", "custom_from_mask", "identity"))
+
 # wrap a module: calling the wrapper calls it, `.module` is it
 # BackPACK's extend(module): registers a full backward hook on the module and on each of its submodules (it walks
 # module.children()), and returns the module
