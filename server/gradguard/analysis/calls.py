@@ -588,6 +588,9 @@ class Calls(AnalyzerCore):
         if raw in L.PARTIAL or qual in L.PARTIAL:
             sites = tuple((k.arg, self.site(k)) for k in n.keywords if k.arg is not None)
             return Partial(pos[0], tuple(pos[1:]), tuple(kw.items()), sites) if pos else UNKNOWN
+        if qual in L.CHAIN and pos and any(isinstance(v, Params) for v in pos) and not kw:
+            # `itertools.chain(G.parameters(), D.parameters())`: the parameters of both, for one optimizer
+            return Params(frozenset().union(*(self.owners_of(v) for v in pos)))
         if qual in L.PARAMETRIZE and pos and isinstance(pos[0], Obj):
             self.parametrize(qual, pos[0], pos, kw)
         if qual in L.PRUNE and pos and isinstance(pos[0], Obj):

@@ -165,9 +165,15 @@ class Expressions(AnalyzerCore):
     def e_Tuple(self, n: ast.Tuple | ast.List | ast.Set, st: State, fr: Frame) -> Val:
         items: list[Val] = []
         unknown_len = False
+        starred_params: list[Val] | None = [] if any(isinstance(e, ast.Starred) for e in n.elts) else None
         for e in n.elts:
             if isinstance(e, ast.Starred):
                 v = self.ev(e.value, st, fr)
+                if starred_params is not None:
+                    if isinstance(v, Params):
+                        starred_params.append(v)
+                    else:
+                        starred_params = None
                 if isinstance(v, Seq) and v.items is not None:
                     items.extend(v.items)
                 else:
@@ -175,7 +181,12 @@ class Expressions(AnalyzerCore):
                     items.append(self.elem(v, e))
             else:
                 items.append(self.ev(e, st, fr))
+                starred_params = None
         kind = "tuple" if isinstance(n, ast.Tuple) else "list"
+        if starred_params and not isinstance(n, ast.Set):
+            # `[*encoder.parameters(), *head.parameters()]`: the parameters of those modules, as an optimizer given
+            # the list updates them
+            return Params(frozenset().union(*(self.owners_of(v) for v in starred_params)))
         s = Seq.of(items, kind)
         return Seq(None, s.elem, kind) if unknown_len else s
 

@@ -190,6 +190,7 @@ NEW_TENSOR_ORIGINS = frozenset({q.rsplit(".", 1)[-1] for q in TORCH_FACTORIES} |
     "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"})
 
 DEEPCOPY = frozenset({"copy.deepcopy"})
+CHAIN = frozenset({"itertools.chain"})
 PARTIAL = frozenset({"functools.partial"})
 
 # Packages the analysis never reads the source of: what it needs of them is above.
