@@ -452,7 +452,7 @@ class NNModules(Summaries):
                 self.zero_grad(o, kw.get("set_to_none", pos[0] if pos else None), st)
                 return UNKNOWN
             if o.info.torch_bases() and name == "load_state_dict" and self.nn_module_like(o.info):
-                self.load_state(o, n, st)
+                self.load_state(o, kw, n, st)
                 return UNKNOWN
             if o.info.torch_bases() and name in ("apply", "load_state_dict", "state_dict"):
                 return UNKNOWN
@@ -460,7 +460,7 @@ class NNModules(Summaries):
             self.zero_grad(o, kw.get("set_to_none", pos[0] if pos else None), st)
             return UNKNOWN
         if name == "load_state_dict" and o.kind in ("torch", "sequential", "modulelist", "moduledict"):
-            self.load_state(o, n, st)
+            self.load_state(o, kw, n, st)
             return UNKNOWN
         if name in ("zero_grad", "apply", "load_state_dict", "state_dict", "named_modules", "register_forward_hook"):
             return UNKNOWN
@@ -714,11 +714,12 @@ class NNModules(Summaries):
         if set_to_none is None or is_true(set_to_none):
             st.heap.cleared = st.heap.cleared | {o}
 
-    def load_state(self, o: Obj, n: ast.Call, st: State) -> None:
+    def load_state(self, o: Obj, kw: dict[str, Val], n: ast.Call, st: State) -> None:
         """``model.load_state_dict(sd)``: every parameter of the module is copied into in place (under no_grad),
         as a step updates it: a graph built before it that saved a weight finds it changed at its backward (a
-        target network synced into the online one between its forward and backward)."""
-        if st.allow_mutation:
+        target network synced into the online one between its forward and backward). With ``assign=True`` the
+        module takes the given tensors as its new parameters instead: nothing is written."""
+        if st.allow_mutation or is_true(kw.get("assign")):
             return
         owners = frozenset(x for x in self.reach(o) if isinstance(x, Obj)) | {o}  # (each layer's parameters)
         st.heap.steps = (*st.heap.steps, self.step_event(owners, self.site(n), self.stmt_site(),
