@@ -352,6 +352,12 @@ class Calls(AnalyzerCore):
             o.ctor = self.site(n)
             o.entries = self._entries(pos)
             return o
+        if qual in L.AVERAGED_MODELS:
+            w = Obj("wrapper", qual)
+            w.training, w.ctor = True, self.site(n)
+            inner = kw.get("model", pos[0] if pos else UNKNOWN)
+            w.attrs["module"] = Cloner(-1).value(inner) if isinstance(inner, Obj) else inner  # (its own copy)
+            return w
         if qual.startswith("torch.optim.") and qual.rsplit(".", 1)[-1][:1].isupper() \
                 and ".lr_scheduler" not in qual:
             o = Obj("optimizer", qual)

@@ -343,6 +343,11 @@ class NNModules(Summaries):
             if name == "forward" and o.cfg.get("unread_class") is not None:
                 return self.call_obj(o, pos, kw, n, st, fr, in_seq=None)  # (its other methods: see opaque_child)
             return self.call_obj(self.opaque_child(o, name), pos, kw, n, st, fr, in_seq=None)
+        if o.kind == "wrapper" and name == "update_parameters" and o.qual in L.AVERAGED_MODELS:
+            inner = o.attrs.get("module")
+            if isinstance(inner, Obj):  # the average moves into the copy's parameters, in place
+                self.load_state(inner, {}, n, st)
+            return NONE
         if o.kind == "optimizer":
             if name == "step":
                 self.optimizer_step(o, n, st)

@@ -146,6 +146,10 @@ WRAPPERS = frozenset({
     "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
 })
 
+# torch.optim.swa_utils.AveragedModel(model): a deep copy of the model, called as it is; `update_parameters(model)`
+# averages the model's parameters into the copy's, in place
+AVERAGED_MODELS = frozenset({"torch.optim.swa_utils.AveragedModel"})
+
 # torch.distributions: a distribution is built from tensors; what it computes (log_prob, entropy, rsample, mean,
 # ...) is a new tensor that depends on them, and sample() one that does not (it is not differentiable).
 DISTRIBUTIONS_PREFIX = "torch.distributions."
