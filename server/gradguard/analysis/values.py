@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import itertools
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from gradguard.analysis.hazards import Site
 
@@ -632,7 +632,7 @@ def seq_elem(v: Val) -> Val:
 _BUILTIN_SEQUENCES = frozenset({"builtins.list", "builtins.tuple"})
 
 
-def list_subclass(o: Val) -> bool:
+def list_subclass(o: Val) -> TypeGuard[Obj]:
     """An instance of a workspace subclass of ``list`` or ``tuple`` (``class LogitsProcessorList(list)``): its
     entries are its items, which iterating ``self`` yields."""
     return isinstance(o, Obj) and o.kind == "local" and o.info is not None \

@@ -93,7 +93,7 @@ def _setitem(ctx: Ctx) -> list[Fix]:
         elif isinstance(tgt, (ast.Tuple, ast.List)) and tgt.elts and all(isinstance(e, ast.Subscript) for e in tgt.elts):
             # `q[:, 1:], k[:, 1:] = rotate(q[:, 1:], k[:, 1:])`: q and k may view one tensor, whose version every
             # write bumps: each target is cloned, after the value is computed from the originals
-            bases = [_indexed(e) for e in tgt.elts if isinstance(e, ast.Subscript)]
+            bases: list[ast.AST] = [_indexed(e) for e in tgt.elts if isinstance(e, ast.Subscript)]
             fixes += _clone_before(ctx, bases, st, st.tree.value, ctx.f.code)
     return fixes
 
