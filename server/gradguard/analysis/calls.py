@@ -1080,7 +1080,7 @@ class Calls(AnalyzerCore):
         if grad_on and prov and self.active_loops and st.heap.steps:
             for (o, stamp, c) in prov:
                 if c is not None and c[0] not in self.carry_use and any(
-                        e.stamp > stamp and o in e.owners for e in st.heap.steps):
+                        e.stamp > stamp and e.updates(o) for e in st.heap.steps):
                     # the first op that builds on a value carried over a step from the previous iteration
                     self.carry_use[c[0]] = (self.site(n), display)
         if module is not None and grad_on and any_rg and any(a.startswith("self.") for a in info.saved_args(rgmap)):

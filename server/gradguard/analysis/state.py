@@ -29,6 +29,12 @@ class StepEvent:
     # changed what they saved for a backward still to come (a path where they are not freed did not make it)
     dead: frozenset[tuple[Any, int]] = frozenset()
 
+    def updates(self, owner: Any) -> bool:
+        """Does it change what ``owner`` (a module, or a parameter's storage) holds? A parameter read as one of a
+        module's `.parameters()` belongs to that module, which a step on the module updates."""
+        return owner in self.owners or (isinstance(owner, Storage) and owner.param_of is not None
+                                        and owner.param_of in self.owners)
+
 
 # Save records kept per storage: the first ones name the op in messages; a parameter used by hundreds of ops (or a
 # loop body's records met again on each pass) must not make every join of the heap cost as much.

@@ -195,6 +195,9 @@ class Statements(AnalyzerCore):
                 out = cur
             if isinstance(s.target, ast.Name):
                 st.env[s.target.id] = out if isinstance(out, T) else cur
+            elif isinstance(s.target, ast.Attribute) and isinstance(out, T) and out is not cur:
+                # `self.reg_loss += l2`: the same tensor, now requiring grad and holding the graph of what was added
+                self.assign(s.target, out, st, fr, s)
             elif isinstance(s.target, ast.Subscript):
                 base = self.ev(s.target.value, st, fr)
                 if isinstance(base, T) and not base.maybe_tensor and not cur.storages & base.storages:

@@ -63,7 +63,7 @@ class Training(AnalyzerCore):
         for owner, stamp, carry in sorted(y.prov, key=lambda p: (p[1], p[2] is None, owner_key(p[0]))):
             if (owner, stamp) in heap.freed:
                 continue
-            ev = next((e for e in heap.steps if owner in e.owners and e.stamp > stamp
+            ev = next((e for e in heap.steps if e.stamp > stamp and e.updates(owner)
                        and (owner, stamp) not in e.dead), None)
             if ev is None:
                 continue
