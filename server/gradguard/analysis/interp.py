@@ -478,6 +478,9 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         node = fi.node
         if isinstance(node, ast.Lambda):
             return False
+        if fi.cls is not None and node.name in ("forward", "setup_context") \
+                and fi.cls.find_method("setup_context") is not None:
+            return True  # an autograd.Function's forward in the newer form (no ctx): autograd runs it with grad off
         mod = fi.mod or self.root
         src = mod.source
         if src is None:

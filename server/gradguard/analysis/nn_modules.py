@@ -1091,10 +1091,17 @@ class NNModules(Summaries):
         if fwd is None:
             return UNKNOWN
         ctx = Obj("ctx")
+        setup = ci.find_method("setup_context")
         saved_flag = st.no_grad
         st.no_grad = True
         try:
-            res = self.call_func(fwd, [ctx, *pos], kw, st, fr, n)
+            if setup is not None:
+                # the newer form: forward(*args) without ctx, then setup_context(ctx, inputs, output) saves, marks
+                # dirty (torch runs both with grad off)
+                res = self.call_func(fwd, list(pos), kw, st, fr, n)
+                self.call_func(setup, [ctx, Seq.of(tuple(pos), "tuple"), res], {}, st, fr, n)
+            else:
+                res = self.call_func(fwd, [ctx, *pos], kw, st, fr, n)
         finally:
             st.no_grad = saved_flag
         rg = YES if any(isinstance(v, T) and v.rg >= MAYBE for v in pos) and not st.no_grad else NO
