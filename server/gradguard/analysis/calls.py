@@ -1449,6 +1449,9 @@ class Calls(AnalyzerCore):
             if name == "register_post_accumulate_grad_hook" and pos and len(self.post_accumulate_hooks) < 8:
                 self.post_accumulate_hooks.append((recv, pos[0]))
                 return UNKNOWN
+            if name == "register_hook" and pos and recv.prov and not recv.maybe_tensor and len(self.tensor_hooks) < 8:
+                self.tensor_hooks.append((recv, pos[0]))
+                return UNKNOWN
             if name == "detach":
                 if recv_node is not None:
                     self._drop_detached_saves(recv_node, st)

@@ -148,6 +148,9 @@ class AnalyzerCore:
         self.pack_inputs: set[Storage] = set()  # what a saved-tensor pack hook is given
         # `p.register_post_accumulate_grad_hook(fn)`: (p, fn), run after each backward (see Training.backward)
         self.post_accumulate_hooks: list[tuple[T, Val]] = []
+        # `t.register_hook(fn)`: (t, fn), run by a backward through t's graph before its ops' backwards (see
+        # Training.backward)
+        self.tensor_hooks: list[tuple[T, Val]] = []
         self.dirty_at: dict[int, list[tuple[Val, Site, Site, str]]] = {}  # ctx oid -> its mark_dirty calls
         self.am_saves: set[SaveRecord] = set()  # saves made inside allow_mutation_on_saved_tensors()
         self.version_kept: frozenset[Storage] = frozenset()  # writes to these move no version (PRESERVE_VERSION_CTX)

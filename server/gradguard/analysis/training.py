@@ -17,6 +17,7 @@ from gradguard.analysis.values import (
     NO,
     T,
     Val,
+    fresh,
     owner_key,
 )
 
@@ -26,9 +27,32 @@ class Training(AnalyzerCore):
     def backward(self, y: Val, kw: dict[str, Val], n: ast.AST, st: State, fr: Frame | None = None) -> None:
         if not isinstance(y, T):
             return
+        if fr is not None and self.tensor_hooks and not st.no_grad:
+            self._tensor_hooks(y, kw, n, st, fr)
         self._backward(y, kw, n, st)
         if fr is not None and self.post_accumulate_hooks and not st.no_grad:
             self._post_accumulate(n, st, fr)
+
+    def _tensor_hooks(self, y: T, kw: dict[str, Val], n: ast.AST, st: State, fr: Frame) -> None:
+        """The hooks registered with ``t.register_hook(fn)`` on a tensor of ``y``'s graph (one that shares a graph
+        use with it) run when the backward reaches t, before the backwards of the ops that made t: an in-place
+        write there into a tensor those ops saved (a weight decayed from a gradient hook) is a write before they
+        read it."""
+        uses = frozenset((o, s) for (o, s, _c) in y.prov)
+        hooks, self.tensor_hooks = self.tensor_hooks, []  # (a hook's own backward runs none)
+        grad_was = st.no_grad
+        st.no_grad = not is_true(kw.get("create_graph"))  # (the engine runs hooks with grad off)
+        outer = self.fed_back
+        try:
+            for t, fn in hooks:
+                if isinstance(n, ast.Call) and any((o, s) in uses for (o, s, _c) in t.prov):
+                    self.fed_back = (self.stmt_site(), "the tensor hook runs during this backward, before the "
+                                                       "backward of the op that saved the tensor")
+                    self.call(fn, [fresh("the gradient a hook is given", rg=NO)], {}, n, st, fr)
+        finally:
+            self.tensor_hooks = hooks
+            self.fed_back = outer
+            st.no_grad = grad_was
 
     def _post_accumulate(self, n: ast.AST, st: State, fr: Frame) -> None:
         """The hooks registered with ``p.register_post_accumulate_grad_hook(fn)`` run once the backward has
