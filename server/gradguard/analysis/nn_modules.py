@@ -676,8 +676,13 @@ class NNModules(Summaries):
                 inputs.extend(inner.items or () if isinstance(inner, Seq) else ())
             else:
                 inputs.append(a)
-        return self.new_tensor([v for v in inputs if not (isinstance(v, T) and v.maybe_tensor)], st,
-                               f"{d.qual.rsplit('.', 1)[-1]}.{name}")
+        out = self.new_tensor([v for v in inputs if not (isinstance(v, T) and v.maybe_tensor)], st,
+                              f"{d.qual.rsplit('.', 1)[-1]}.{name}")
+        if name == "rsample" and d.qual in L.SAMPLE_SAVING_DISTRIBUTIONS and out.rg != NO and not st.no_grad:
+            # (the backward of a Gamma or Dirichlet sample reads the sample)
+            short = d.qual.rsplit(".", 1)[-1]
+            self.save(out, st, SaveRecord(f"{short}.rsample", "its output", self.stmt_site(), f"{d.qual}.rsample"))
+        return out
 
     def super_method(self, sup: Super, name: str, pos: list[Val], kw: dict[str, Val], n: ast.Call, st: State,
                      fr: Frame) -> Val:

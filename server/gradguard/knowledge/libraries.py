@@ -154,6 +154,11 @@ AVERAGED_MODELS = frozenset({"torch.optim.swa_utils.AveragedModel"})
 # ...) is a new tensor that depends on them, and sample() one that does not (it is not differentiable).
 DISTRIBUTIONS_PREFIX = "torch.distributions."
 NOT_DIFFERENTIABLE_METHODS = frozenset({"sample", "sample_n", "enumerate_support", "support"})
+# distributions whose rsample() returns the very tensor its backward reads: Dirichlet's sample is the output that
+# its `_Dirichlet` Function saved, and Beta's a view of one (Gamma divides the saved standard sample by the rate:
+# a new tensor)
+SAMPLE_SAVING_DISTRIBUTIONS = frozenset(f"torch.distributions.{c}" for c in (
+    "Dirichlet", "Beta", "dirichlet.Dirichlet", "beta.Beta"))
 
 # torch's creation functions: a new tensor that does not require grad (unless requires_grad=True), whatever its
 # arguments are (a fill value computed from a tensor is read as a number)
