@@ -224,7 +224,8 @@ class Functions(Summaries):
         if (stub := stub_result(node)) is not None:
             return stub
         first_sid = Storage("marker").sid
-        callee = State(env, st.heap, st.no_grad or fi.no_grad or self.ng_only(fi), st.autocast,
+        callee = State(env, st.heap, (st.no_grad or fi.no_grad or self.ng_only(fi)) and (
+                           not fi.enable_grad or st.inference), st.autocast,
                        st.allow_mutation or self.am_only(fi), st.silent, st.inference or fi.inference, st.packed)
         opened = fi.inference and not st.inference
         cfr = Frame(fi, fr.depth + (0 if thin(node) else 1), self_obj)

@@ -722,9 +722,9 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
             env[args.vararg.arg] = Seq(None, UNKNOWN, "tuple")
         if args.kwarg:
             env[args.kwarg.arg] = UNKNOWN
-        no_grad = fi.no_grad or self.ng_only(fi) or (
+        no_grad = (fi.no_grad or self.ng_only(fi) or (
             fi.cls is not None and self._is_function_class(fi.cls)
-            and node.name in ("forward", "backward", "setup_context", "jvp", "vjp"))
+            and node.name in ("forward", "backward", "setup_context", "jvp", "vjp"))) and not fi.enable_grad
         selves: list[Val | None] = [self_obj]
         if self_obj is not None and fi.cls is not None:
             # a base class's method that calls hooks its subclasses fill in (`o, c, h = self.forward_cell(x, h)`,

@@ -413,6 +413,8 @@ class Statements(AnalyzerCore):
             if q in NO_GRAD_CTX:
                 fi.no_grad = True
                 fi.inference = q == INFERENCE_MODE and self._mode_enabled(d)
+            elif q in ENABLE_GRAD_CTX:
+                fi.enable_grad = True  # `@torch.enable_grad()`: grad on inside, whatever the caller's mode
             elif self._no_grad_decorator(d, st, fr):
                 fi.no_grad = True
         st.env[s.name] = self._decorated(s, Func(fi), st, fr)
@@ -482,6 +484,8 @@ class Statements(AnalyzerCore):
                     if q in NO_GRAD_CTX:
                         fi.no_grad = True
                         fi.inference = q == INFERENCE_MODE and self._mode_enabled(d)
+                    elif q in ENABLE_GRAD_CTX:
+                        fi.enable_grad = True
                     elif self._no_grad_decorator(d, st, fr):
                         fi.no_grad = True
                 ci.methods[b.name] = fi

@@ -293,6 +293,7 @@ class FuncInfo:
     closure: dict[str, Val] | None = None
     no_grad: bool = False
     inference: bool = False  # decorated with @torch.inference_mode()
+    enable_grad: bool = False  # decorated with @torch.enable_grad(): grad on inside, even under the caller's no_grad
     is_static: bool = False
     is_classmethod: bool = False
     mod: ModuleCtx | None = None  # where it is defined (its globals, its source lines)
