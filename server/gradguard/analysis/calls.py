@@ -202,7 +202,8 @@ class Calls(AnalyzerCore):
         if isinstance(n.func, ast.Attribute) and n.func.attr == "register_hooks" and pos:
             self.pack_hook(pos[0], n, st, fr)  # grad_fn._raw_saved_self.register_hooks(pack, unpack)
         self._out_kw(kw, n, st, "call")
-        self.kept_elsewhere((*pos, *kw.values()))
+        if self.watching:
+            self.kept_elsewhere((*pos, *kw.values()))
         return UNKNOWN
 
     def unknown_result(self, n: ast.Call) -> T:

@@ -837,7 +837,8 @@ class NNModules(Summaries):
             # An object we cannot see into (a model passed in as a parameter, self.agent set outside __init__):
             # calling it with grad on gives a tensor that may require grad and keeps its parameters.
             tensors: list[Val] = [v for v in (*pos, *kw.values()) if isinstance(v, T) and not v.maybe_tensor]
-            self.kept_elsewhere(tensors)  # (a method of an object we cannot see into may keep them)
+            if self.watching:
+                self.kept_elsewhere(tensors)  # (a method of an object we cannot see into may keep them)
             src = _field_source(o)
             if src is not None:  # a method of a field of an output (`out.q.squeeze(-1)`): computed from the output
                 tensors.append(src)
