@@ -134,6 +134,9 @@ class AnalyzerCore:
         self.nested_defs: list[FuncInfo] = []  # (not yet looked at, in the order they were made)
         self.nested_seen: set[ast.AST] = set()
         self.called_defs: set[ast.AST] = set()
+        # while the module's own code runs (a script): the defs it called, each with whether every call gave it
+        # arguments the analysis knows (tensors it made, not values of unknown origin): see Interp.run
+        self.script_calls: dict[ast.AST, bool] | None = None
         self._escaping = False
         self.classes: list[ClassInfo] = []
         # every class and def the run made, in any module (their cycles are broken when the analysis is disposed)

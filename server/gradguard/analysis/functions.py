@@ -33,6 +33,7 @@ from gradguard.analysis.values import (
     Ref,
     Seq,
     Storage,
+    T,
     Val,
     choice,
     fresh,
@@ -92,6 +93,10 @@ class Functions(Summaries):
                    n: ast.AST | None) -> Val:
         self.effects += 1
         self.called_defs.add(fi.node)
+        if self.script_calls is not None:
+            known = all(not (isinstance(v, T) and v.maybe_tensor) and v is not UNKNOWN
+                        for v in (*pos[1 if fi.cls is not None and not fi.is_static else 0:], *kw.values()))
+            self.script_calls[fi.node] = self.script_calls.get(fi.node, True) and known
         if self.shared_recs:
             self.note_call(fi, fr.depth)
         if self.quiet:

@@ -336,12 +336,14 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         fr = Frame(None, 0)
         if record:  # what the module's own run computes and caches is reused by function runs: record what it read
             self.reach_lines, self.reach_names = set(), set()
+        self.script_calls = {}
         try:
             self.exec_block(self.tree.body, st, fr, module=True)
         except Budget:
             pass  # exec_stmt noted where (see AnalyzerCore.truncated)
         finally:
             self.reach_lines = self.reach_names = None
+            script_calls, self.script_calls = self.script_calls, None
         try:
             self.run_escaped()  # the closures the module's own code made (`update = scale_by_rms()`)
         except Budget:
@@ -362,6 +364,8 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
                 # (a loss helper's arguments are what gets differentiated, whoever calls it; a function another
                 # file calls with grad on is that file's to give contexts to, and this file's to report in: it runs
                 # alone too, unless this file also calls it with grad on, which gives it that context here)
+                continue
+            if self._run_by_script(fi, script_calls):
                 continue
             key = self._entry_key(fi, chunks, starts) if record else None
             if key is not None and plan is not None and self._replay(plan, key):
@@ -384,6 +388,19 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
                                                        reach | {-1} if self.reach_unknown else reach)
                 self.reach_lines = self.reach_names = self.entry_log = None
         return sorted(self.hazards.values(), key=lambda h: (h.site.line, h.site.col))
+
+    def _run_by_script(self, fi: FuncInfo, script_calls: dict[ast.AST, bool]) -> bool:
+        """A module's forward that this file's own script runs, every time with inputs the analysis knows (made
+        here: `model(torch.randn(8, 24, 3))`), on a module no other workspace file uses: the script is its whole
+        program, and what the script's calls found is what torch does with it. Run alone, it would take its inputs
+        for tensors that may require grad, which no call gives it (an input normalised in place, `x_enc /= stdev`,
+        is data here)."""
+        node = fi.node
+        if fi.cls is None or isinstance(node, ast.Lambda) or node.name not in ("forward", "__call__") \
+                or not script_calls.get(node) or self.truncated is not None:
+            return False
+        return not (self.project is not None and self.file
+                    and self.project.callers.mentioned_elsewhere(fi.cls.name, self.file))
 
     def dispose(self) -> None:
         """Break the reference cycles the analysis built (a class's methods and their class, a module's names

@@ -235,6 +235,12 @@ class CallerIndex:
             return None
         return e.scan.ng_only
 
+    def mentioned_elsewhere(self, name: str, skip: str) -> bool:
+        """Does a workspace file other than ``skip`` hold ``name`` as a word (an import of it, a subclass, a
+        call)?"""
+        self._refresh()
+        return any(path != skip and e.uses(name) for path, e in self._entries.items())
+
     def used_outside(self, name: str, skip: str, top_level: bool = False) -> list[str]:
         """A workspace file other than ``skip`` that calls ``name`` (``name(...)``, ``obj.name(...)``) outside no_grad
         code, or none: a function its own file only calls under no_grad may be called with grad on from another. (A
