@@ -725,15 +725,7 @@ class AnalyzerCore:
         try:
             out = self.ev(n, st, fr)
             if watch[1] and len(self.save_log) > mark:
-                saved = st.heap.saved
-                for s, rec in self.save_log[mark:]:
-                    have = saved.get(s)
-                    if have is not None and rec in have:
-                        rest = tuple(r for r in have if r is not rec)
-                        if rest:
-                            saved[s] = rest
-                        else:
-                            del saved[s]
+                self.drop_logged(mark, st)
             return out
         finally:
             self.watching.pop()
@@ -762,6 +754,10 @@ class AnalyzerCore:
             return  # (the operands ran other code; a pure helper's own run is the call itself, see Calls.call)
         if any(isinstance(x, ast.NamedExpr) for x in ast.walk(n)):
             return
+        self.drop_logged(mark, st)
+
+    def drop_logged(self, mark: int, st: State) -> None:
+        """Forget the saves logged since ``mark``: no backward can reach the graph they were made for."""
         saved = st.heap.saved
         for s, rec in self.save_log[mark:]:
             have = saved.get(s)
