@@ -618,8 +618,7 @@ class AnalyzerCore:
                 mine = (*w, False)
             if s.leaf or s.param_of is not None:
                 for e in st.heap.steps:
-                    if e.stamp > v.made and (s in e.owners or (s.param_of is not None and s.param_of in e.owners)) \
-                            and (mine is None or e.stamp > mine[0]):
+                    if e.stamp > v.made and e.updates(s) and (mine is None or e.stamp > mine[0]):
                         mine = (e.stamp, e.inner or e.site, e.op, True)
             if mine is None:
                 return None
