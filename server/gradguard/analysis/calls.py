@@ -1022,6 +1022,11 @@ class Calls(AnalyzerCore):
         if _all_ones(bound.get("output_size", module.cfg.get("output_size") if module is not None else None)):
             # adaptive_avg_pool2d(x, 1), AdaptiveAvgPool2d((1, 1)): a global average, computed as a mean
             info = kb.get(f"{info.name}[output_size=1]") or info
+        for opt in _OPTIONAL_TENSORS:
+            # embedding_bag(..., per_sample_weights=w): the call that passes the optional tensor also saves it
+            if isinstance(bound.get(opt), T) and (var := kb.get(f"{info.name}[{opt}]")) is not None:
+                info = var
+                bound = self.bind(info, pos, kw)
         # inplace=True on a functional: switch to its in-place variant
         if info.inplace_kwarg and module is None and is_true(bound.get(info.inplace_kwarg)):
             var = kb.get(f"{info.name}[{info.inplace_kwarg}=True]")
@@ -1058,6 +1063,11 @@ class Calls(AnalyzerCore):
             # the layer's own parameters, each read once for this call (a parametrized one is computed anew)
             for a in (*info.saves, *(c for conds in info.saves.values() for c in conds)):
                 if a.startswith("self.") and a not in bound:
+                    if a[5:] in info.buffers:  # CrossEntropyLoss(weight=w) keeps `w` itself; no weight: nothing
+                        given = module.cfg.get(a[5:])
+                        if isinstance(given, T):
+                            bound[a] = given
+                        continue
                     bound[a] = self.module_param(module, a[5:], st, forward=True)
         rgmap: dict[str, bool] = {}
         prov: frozenset[Any] = frozenset()
@@ -1609,6 +1619,10 @@ def rearrange_copies(pattern: str) -> bool:
         if idx and idx != list(range(idx[0], idx[0] + len(idx))):
             return True  # merged axes that are not neighbours, in order, in the input
     return False
+
+
+#: optional tensor arguments whose calls the knowledge table probes as their own entries (``NAME[arg]``)
+_OPTIONAL_TENSORS = ("per_sample_weights",)
 
 
 def _short(info: OpInfo) -> str:

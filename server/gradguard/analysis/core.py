@@ -556,6 +556,9 @@ class AnalyzerCore:
         if recs and not st.allow_mutation and not param_update and not (
                 self.version_kept and val.storages <= self.version_kept) and not self.unreached(site, recs):
             ex = extra
+            if not val.leaf and not val.maybe_tensor and val.storages and all(
+                    s.param_of is None and not s.leaf for s in val.storages):
+                ex = (*ex, ("plain_tensor", True))  # `crit.weight` of a loss: no Parameter, the fix may rebind it
             if val.alias_of and form == "setitem" and val.alias_site is not None:
                 # `out = x; out[i] = v`: the alias is where a copy was meant; report there, point at the write.
                 ex = (*ex, ("alias_of", val.alias_of), ("alias_site", val.alias_site))

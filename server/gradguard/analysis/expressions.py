@@ -761,6 +761,10 @@ class Expressions(AnalyzerCore):
                     return self.dist_value(base, attr, [], st)
                 return Method(base, attr, n)
             if base.kind == "torch":
+                if (info := self.kb.get(base.qual)) is not None and attr in info.buffers:
+                    # `crit.weight` of CrossEntropyLoss(weight=w): the very tensor given, or None
+                    given = base.cfg.get(attr)
+                    return given if isinstance(given, T) else Const(None)
                 if attr in ("weight", "bias") or attr.startswith("weight_") or attr.startswith("bias_"):
                     return self.module_param(base, attr, st)
                 if attr == "training":

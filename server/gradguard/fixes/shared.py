@@ -23,8 +23,8 @@ def _assignable(node: ast.AST) -> bool:
 
 def _is_parameter_attr(ctx: Ctx, node: ast.AST) -> bool:
     """``self.weight``-like attributes that hold an ``nn.Parameter``: assigning a plain tensor to them fails."""
-    if not isinstance(node, ast.Attribute):
-        return False
+    if not isinstance(node, ast.Attribute) or ctx.ex.get("plain_tensor"):
+        return False  # (the analysis knows the tensor written is no parameter: a loss's class weights)
     attr = node.attr
     if attr in ("weight", "bias") or attr.endswith(("_weight", "_bias")):
         return True

@@ -35,6 +35,8 @@ Each entry (all keys optional but ``kind``):
   train_kwarg_default  default of the ``training`` flag of functional dropouts
   returns_tuple     the callable returns a tuple of tensors (topk, sort, max(dim), LSTM): unpacking is not unbinding
   grad_output_indices  of such a tuple, the outputs that can require grad (topk: [0]; integer indices never do)
+  buffers           modules: constructor tensors kept as buffers (the loss modules' ``weight``, ``pos_weight``):
+                    ``self.weight`` in ``saves`` is the tensor passed as ``weight=``, nothing when none was
   cuda              what differs on CUDA (an overlay of the fields above, with its ``source``): cuDNN RNNs save
                     their output, fused RMSNorm saves its weight, ``.cpu()`` copies. See ``devices`` at the top level
                     for whether CUDA facts were probed or derived from torch's sources.
@@ -91,6 +93,9 @@ class OpInfo:
     # for callables returning a tuple: the elements that can require grad (topk: [0]; the indices never do).
     # Empty: all of them.
     grad_output_indices: tuple[int, ...] = ()
+    # modules: buffers that hold a tensor given to the constructor (CrossEntropyLoss(weight=w) keeps ``w`` itself as
+    # ``self.weight``); ``self.<name>`` in ``saves`` is that tensor, or nothing when none was given
+    buffers: tuple[str, ...] = ()
 
     @staticmethod
     def from_json(name: str, d: Mapping[str, Any]) -> OpInfo:
@@ -121,6 +126,7 @@ class OpInfo:
             grad_from=tuple(d["grad_from"]) if "grad_from" in d else None,
             saved_output_indices=tuple(int(i) for i in d.get("saved_output_indices") or ()),
             grad_output_indices=tuple(int(i) for i in d.get("grad_output_indices") or ()),
+            buffers=tuple(d.get("buffers", ())),
         )
 
     def saved_args(self, requires_grad: Mapping[str, bool]) -> list[str]:

@@ -70,12 +70,16 @@ def probe_spec(spec: Spec) -> dict[str, Any]:
         if vs and all(t.is_floating_point() or t.is_complex() for t in vs) and not spec.grad_params:
             float_args.append(n)
     own = [f"self.{p}" for p, _ in plain.module.named_parameters()] if plain.module is not None else []
+    # a tensor given to the constructor that the module keeps as a buffer (the very same tensor object)
+    buffers = sorted(b for b, _ in plain.module.named_buffers() if b in params) if plain.module is not None else []
     sources = float_args + own
     entry: dict[str, Any] = {"kind": spec.kind, "args": tensor_args, "params": params, "source": "probe"}
     if spec.note:
         entry["note"] = spec.note
     if spec.attribute:
         entry["attribute"] = True
+    if buffers:
+        entry["buffers"] = buffers
 
     base = E.run(spec, arg_names, set())
     if base.error and sources:
