@@ -886,7 +886,11 @@ class Expressions(AnalyzerCore):
 
     # comprehensions ---------------------------------------------------------
     def _comp(self, n: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp, st: State, fr: Frame,
-              elt: ast.expr) -> Val:
+              elt: ast.expr, key: ast.expr | None = None) -> Val:
+        """A comprehension's value: one element per item when the iterable's items are known, else a sequence of
+        unknown length whose element is the element expression evaluated once (a dict comprehension: its values;
+        ``key`` is evaluated first, as Python does)."""
+        kind = "dict" if key is not None else "list"
         inner = State(dict(st.env), st.heap, st.no_grad, st.autocast, st.allow_mutation, st.silent, st.inference,
                       st.packed)
         for k, g in enumerate(n.generators):
@@ -897,21 +901,25 @@ class Expressions(AnalyzerCore):
                 out: list[Val] = []
                 for x in items:
                     self.assign(g.target, x, inner, fr, self.cur_stmt or ast.Pass())
+                    if key is not None:
+                        self.ev(key, inner, fr)
                     out.append(self.ev(elt, inner, fr))
                 st.heap = inner.heap
-                return Seq.of(out, "list")
+                return Seq.of(out, kind)
             self.assign(g.target, self.elem(it, g.iter), inner, fr, self.cur_stmt or ast.Pass())
             for cond in g.ifs:
                 self.ev(cond, inner, fr)
-            if isinstance(it, Params) and len(n.generators) == 1 and isinstance(g.target, ast.Name) \
+            if isinstance(it, Params) and key is None and len(n.generators) == 1 and isinstance(g.target, ast.Name) \
                     and isinstance(elt, ast.Name) and elt.id == g.target.id:
                 # `[p for p in disc.parameters() if p.requires_grad]`: some of the same parameters, what an
                 # optimizer built on them steps
                 st.heap = inner.heap
                 return it
+        if key is not None:
+            self.ev(key, inner, fr)
         v = self.ev(elt, inner, fr)
         st.heap = inner.heap
-        return Seq(None, v, "list")
+        return Seq(None, v, kind)
 
     def e_ListComp(self, n: ast.ListComp, st: State, fr: Frame) -> Val:
         return self._comp(n, st, fr, n.elt)
@@ -921,8 +929,7 @@ class Expressions(AnalyzerCore):
     e_GeneratorExp = e_ListComp
 
     def e_DictComp(self, n: ast.DictComp, st: State, fr: Frame) -> Val:
-        self._comp(n, st, fr, n.key)
-        return UNKNOWN
+        return self._comp(n, st, fr, n.value, key=n.key)
 
     def e_Await(self, n: ast.Await, st: State, fr: Frame) -> Val:
         self.ev(n.value, st, fr)

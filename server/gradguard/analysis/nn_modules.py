@@ -378,6 +378,8 @@ class NNModules(Summaries):
                     self.touched(x)
                     x.training = flag
             return o
+        if o.kind == "moduledict" and name in ("items", "values", "keys") and not pos and isinstance(o.entries, Seq):
+            return _dict_view(o.entries, name)
         if name == "parameters":
             return Params(self.reach(o))
         if name == "named_parameters":
@@ -1459,3 +1461,22 @@ def _buffer_names(o: Obj) -> tuple[str, ...]:
     if isinstance(got, Seq) and got.items is not None:
         return tuple(str(x.value) for x in got.items if isinstance(x, Const))
     return ()
+
+
+def _dict_view(d: Seq, name: str) -> Seq:
+    """``d.items()`` / ``.values()`` / ``.keys()`` of a ModuleDict's entries: one item per entry when the keys are
+    known and few (a loop over the heads runs each head), else one of unknown length that stands for them all."""
+    ents = d.entries()
+    if ents is not None and len(ents) <= MAX_MODULES_UNROLL:
+        if name == "values":
+            return Seq.of(tuple(ents.values()))
+        if name == "keys":
+            return Seq.of(tuple(Const(k) for k in ents))
+        return Seq.of(tuple(Seq.of((Const(k), v), "tuple") for k, v in ents.items()))
+    key = Const("", known=False)
+    if name == "values":
+        return Seq(None, seq_elem(d))
+    if name == "keys":
+        return Seq(None, key)
+    return Seq(None, Seq.of((key, seq_elem(d)), "tuple"))
+
