@@ -1415,12 +1415,21 @@ class Calls(AnalyzerCore):
                     sto.leaf = True
                     sto.desc = f"made a leaf with requires_grad_() ({sto.desc})" if sto.desc else \
                         "made a leaf with requires_grad_()"
+                def of_it(v: Val) -> bool:
+                    return isinstance(v, T) and v.view is not None and not v.leaf and bool(v.storages) \
+                        and v.storages <= t.storages and v.view not in ("nograd", "nograd_if")
+
                 for name, v in list(st.env.items()):
                     # a view taken before (`b = a[:]; a.requires_grad = True`) is now a view of a leaf that requires
-                    # grad: torch reports b.requires_grad, and refuses in-place writes to it
-                    if isinstance(v, T) and v.view is not None and not v.leaf and v.storages \
-                            and v.storages <= t.storages:
+                    # grad: torch reports b.requires_grad, and refuses in-place writes to it; so is one an object in
+                    # scope holds (`self.rows = self.table[:]`)
+                    if of_it(v):
                         st.env[name] = v.with_(rg=YES, leaf=True)
+                    elif isinstance(v, Obj) and v.kind == "local":
+                        for k, av in list(v.attrs.items()):
+                            if of_it(av):
+                                assert isinstance(av, T)
+                                self.set_attr(v, k, av.with_(rg=YES, leaf=True))
             # (a view made under no_grad of a tensor that did not require grad, made to require grad itself: now a
             # view made in no_grad mode of a tensor that requires grad, which no write with grad on may modify)
             made = t.with_(rg=YES, leaf=leaf, view="nograd" if t.view == "nograd_if" else t.view)

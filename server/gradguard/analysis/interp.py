@@ -390,13 +390,14 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         return sorted(self.hazards.values(), key=lambda h: (h.site.line, h.site.col))
 
     def _run_by_script(self, fi: FuncInfo, script_calls: dict[ast.AST, bool]) -> bool:
-        """A module's forward that this file's own script runs, every time with inputs the analysis knows (made
-        here: `model(torch.randn(8, 24, 3))`), on a module no other workspace file uses: the script is its whole
-        program, and what the script's calls found is what torch does with it. Run alone, it would take its inputs
-        for tensors that may require grad, which no call gives it (an input normalised in place, `x_enc /= stdev`,
-        is data here)."""
+        """A method (a module's forward, the `forecast` it calls) that this file's own script runs, every time with
+        inputs the analysis knows (made here: `model(torch.randn(8, 24, 3))`), of a class no other workspace file
+        uses: the script is its whole program, and what the script's calls found is what torch does with it. Run
+        alone, it would take its inputs for tensors that may require grad, which no call gives it (an input
+        normalised in place, `x_enc /= stdev`, is data here). (Another method that calls it and that the script
+        does not run still runs it, with what that method passes.)"""
         node = fi.node
-        if fi.cls is None or isinstance(node, ast.Lambda) or node.name not in ("forward", "__call__") \
+        if fi.cls is None or isinstance(node, ast.Lambda) or node.name == "__init__" \
                 or not script_calls.get(node) or self.truncated is not None:
             return False
         return not (self.project is not None and self.file
@@ -754,6 +755,11 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
             fr = Frame(fi, STANDALONE_DEPTH, me)
             self.active.append(fi)
             self.active_objs.append(None)
+            # The default instance is shared by the runs of its class's methods: the objects one run gives it
+            # (`self.agent = agent` in `initialize`) are there when another method runs alone, but the state of its
+            # tensors is not (`self.table.requires_grad = True` in `make_trainable`; a frozen parameter).
+            kept = ({k: v for k, v in me.attrs.items() if isinstance(v, T)}, dict(me.params)) \
+                if isinstance(me, Obj) and me.kind == "local" else None
             try:
                 self.exec_body(node, st, fr)
                 if tensor_params and node.name == "forward":
@@ -761,6 +767,9 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
             finally:
                 self.active.pop()
                 self.active_objs.pop()
+                if kept is not None and isinstance(me, Obj):
+                    me.attrs.update(kept[0])
+                    me.params = kept[1]
 
     def _template_subclasses(self, fi: FuncInfo) -> list[ClassInfo]:
         """This file's subclasses of ``fi``'s class that inherit ``fi`` and override a method it calls on ``self``

@@ -260,11 +260,14 @@ class Statements(AnalyzerCore):
         elif isinstance(t, ast.Attribute) and t.attr == "requires_grad":
             cur = self.ev(t.value, st, fr)
             if isinstance(cur, T) and isinstance(v, Const) and v.known:
-                new = cur.with_(rg=YES if v.value else NO)
                 if not isinstance(t.value, ast.Attribute):  # `w.requires_grad = True`: w is now a leaf
                     self.set_requires_grad(cur, v, t.value, st, fr)
                 else:
                     owner = self.ev(t.value.value, st, fr)
+                    # `self.table.requires_grad = True`: the tensor the attribute holds becomes a leaf, as above
+                    new = self.set_requires_grad(cur, v, None, st, fr) if v.value and not (
+                        isinstance(owner, Obj) and t.value.attr in owner.params) else cur.with_(
+                        rg=YES if v.value else NO)
                     if isinstance(owner, Obj):
                         self.touched(owner)
                         if t.value.attr in owner.params:
