@@ -86,11 +86,14 @@ class _Entry:
                     self._froms.setdefault(w, []).append(m.group(1))
         return self._froms.get(name, [])
 
-    def may_refer_to(self, name: str, module: str) -> bool:
+    def may_refer_to(self, name: str, module: str, bare: bool = True) -> bool:
         """Could the file's uses of ``name`` refer to a module-level function or class ``name`` of module
         ``module``: the bare name (imported by name), or ``module.name`` (through an alias of its module)?
         ``optax.lamb(...)`` is another library's function, ``obj.name(...)`` a method, ``def name(self)`` defines
-        one: none of them is this module's."""
+        one: none of them is this module's. ``bare=False``: the file defines its own ``name``, which its bare uses
+        refer to; only an import of it or a use through the module counts."""
+        if not bare and module in self.imported_from(name):
+            return True  # `from model import (\n    Model,\n)`
         text = self.sf.text
         mod = re.escape(module)
         # the names the module is bound to here: itself, `import pkg.tracer as tr`, `from pkg import tracer as tr`
@@ -99,7 +102,9 @@ class _Entry:
         for m in re.finditer(rf"(\.\s*)?\b{re.escape(name)}\b", text):
             before = text[text.rfind("\n", 0, m.start()) + 1:m.start()]
             if m.group(1) is None:
-                if not re.search(r"\b(?:def|class)\s*$", before):
+                if bare and not re.search(r"\b(?:def|class)\s*$", before):
+                    return True
+                if not bare and "import" in before and re.search(rf"\bfrom\s+\S*\b{mod}\s+import\b", before):
                     return True
             elif via.search(before) or "import" in before:
                 return True
@@ -237,9 +242,11 @@ class CallerIndex:
 
     def mentioned_elsewhere(self, name: str, skip: str) -> bool:
         """Does a workspace file other than ``skip`` hold ``name`` as a word (an import of it, a subclass, a
-        call)?"""
+        call)? A file that defines its own module-level ``name`` (sibling scripts, each with its `Model`) means its
+        own, unless it imports ``name`` from ``skip``'s module or reads it through that module."""
         self._refresh()
-        return any(path != skip and e.uses(name) for path, e in self._entries.items())
+        return any(path != skip and e.uses(name) and (not e.defines_top(name) or e.may_refer_to(name, _stem(skip), bare=False))
+                   for path, e in self._entries.items())
 
     def used_outside(self, name: str, skip: str, top_level: bool = False) -> list[str]:
         """A workspace file other than ``skip`` that calls ``name`` (``name(...)``, ``obj.name(...)``) outside no_grad
