@@ -186,27 +186,22 @@ def state_parameters(node: ast.FunctionDef | ast.AsyncFunctionDef,
     qualifies when it defaults to None, the body unpacks or copies it into names (``Si, Zi = memory``,
     ``h = hx``) and a ``return`` gives those names back, in that order, as one item of the returned tuple, or as the
     whole value when the step also takes a required input (``forward(x, hx=None)``)."""
-    own = scope_nodes(node)
     a = node.args
     # the step's input: a parameter without a default (besides ``self``); without one, a parameter returned
     # whole is an alternative input (``inputs_embeds=None``), not a state
     required = len([*a.posonlyargs, *a.args]) - len(a.defaults) > 1 or any(d is None for d in a.kw_defaults)
     out: list[tuple[str, tuple[int, ...], ast.Return]] = []
+    index: tuple[dict[str, set[tuple[str, ...]]], list[ast.Return]] | None = None
     for name, d in defaults.items():
         if not (isinstance(d, Const) and d.known and d.value is None):
             continue
-        shapes: set[tuple[str, ...]] = set()
-        for x in own:
-            if isinstance(x, ast.Assign) and isinstance(x.value, ast.Name) and x.value.id == name:
-                for t in x.targets:
-                    names = _names(t)
-                    if names:
-                        shapes.add(names)
+        if index is None:
+            index = _state_index(node)
+        shapes = index[0].get(name)
         if not shapes:
             continue
-        for x in own:
-            if not isinstance(x, ast.Return) or x.value is None:
-                continue
+        for x in index[1]:
+            assert x.value is not None
             if _names(x.value) in shapes and required:
                 out.append((name, (), x))
                 break
@@ -216,6 +211,27 @@ def state_parameters(node: ast.FunctionDef | ast.AsyncFunctionDef,
                     out.append((name, (hit,), x))
                     break
     return out
+
+
+def _state_index(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[dict[str, set[tuple[str, ...]]], list[ast.Return]]:
+    """The function's own copies of a name into names (``Si, Zi = memory``: memory -> {("Si", "Zi")}) and its
+    returns of a value, in the order scope_nodes gives them (read once per function: cached on the tree it
+    describes)."""
+    got = getattr(node, "_gg_state_index", None)
+    if got is None:
+        copies: dict[str, set[tuple[str, ...]]] = {}
+        returns: list[ast.Return] = []
+        for x in scope_nodes(node):
+            if isinstance(x, ast.Assign) and isinstance(x.value, ast.Name):
+                for t in x.targets:
+                    names = _names(t)
+                    if names:
+                        copies.setdefault(x.value.id, set()).add(names)
+            elif isinstance(x, ast.Return) and x.value is not None:
+                returns.append(x)
+        got = (copies, returns)
+        node._gg_state_index = got  # type: ignore[union-attr]
+    return got
 
 
 def _names(e: ast.expr) -> tuple[str, ...] | None:
