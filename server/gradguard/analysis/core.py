@@ -155,6 +155,9 @@ class AnalyzerCore:
         # Training.backward)
         self.tensor_hooks: list[tuple[T, Val]] = []
         self.dirty_at: dict[int, list[tuple[Val, Site, Site, str]]] = {}  # ctx oid -> its mark_dirty calls
+        # the inputs of a running custom Function whose forward marks its inputs dirty: a write to one of them is
+        # the `apply` call's, reported there (see NNModules.autograd_apply)
+        self.dirty_inputs: frozenset[Storage] = frozenset()
         self.am_saves: set[SaveRecord] = set()  # saves made inside allow_mutation_on_saved_tensors()
         self.version_kept: frozenset[Storage] = frozenset()  # writes to these move no version (PRESERVE_VERSION_CTX)
         # Saves that no backward can reach (see Calls.e_Call): the saves recorded while the outermost call
@@ -553,6 +556,8 @@ class AnalyzerCore:
             # saved one of them as its own output explains the write best (the others may be from other paths)
             recs.sort(key=lambda r: r.what != "its output")
         param_update = st.no_grad and any(s.param_of is not None for s in val.storages)
+        if recs and self.dirty_inputs and val.storages & self.dirty_inputs:
+            recs = []  # (reported at the apply call)
         if recs and not st.allow_mutation and not param_update and not (
                 self.version_kept and val.storages <= self.version_kept) and not self.unreached(site, recs):
             ex = extra

@@ -1102,6 +1102,15 @@ class NNModules(Summaries):
         setup = ci.find_method("setup_context")
         saved_flag = st.no_grad
         st.no_grad = True
+        # a forward that marks its inputs dirty is an in-place op on them, as torch's are: a write to an input that
+        # an op saved before the call is reported at the call, with the tensor passed
+        inputs_pre: dict[Storage, tuple[SaveRecord, ...]] = {}
+        outer_dirty = self.dirty_inputs
+        if _marks_dirty(ci):
+            for v in pos:
+                if isinstance(v, T) and not v.maybe_tensor:
+                    inputs_pre.update((sto, st.heap.saved[sto]) for sto in v.storages if sto in st.heap.saved)
+            self.dirty_inputs = outer_dirty | frozenset(inputs_pre)
         try:
             if setup is not None:
                 # the newer form: forward(*args) without ctx, then setup_context(ctx, inputs, output) saves, marks
@@ -1112,6 +1121,7 @@ class NNModules(Summaries):
                 res = self.call_func(fwd, [ctx, *pos], kw, st, fr, n)
         finally:
             st.no_grad = saved_flag
+            self.dirty_inputs = outer_dirty
         rg = YES if any(isinstance(v, T) and v.rg >= MAYBE for v in pos) and not st.no_grad else NO
         prov: frozenset[Any] = frozenset()
         inputs: set[Storage] = set()
@@ -1138,6 +1148,16 @@ class NNModules(Summaries):
                                        self.text(n.args[i]) if i < len(n.args) else "input",
                                        extra=(("outputs", n_out), ("arg_span", argsite))))
                     break
+        if inputs_pre and dirty and not st.silent:
+            for i, v in enumerate(pos):
+                if isinstance(v, T) and v.storages & dirty_storages and any(s_ in inputs_pre for s_ in v.storages):
+                    for sto in v.storages:
+                        if sto in inputs_pre:
+                            st.heap.saved[sto] = inputs_pre[sto]
+                    self.mutate(v, st, form="apply", node=n, op=f"{display} (mark_dirty)",
+                                target=self.text(n.args[i]) if i < len(n.args) else "input",
+                                site=self.site(n.args[i]) if i < len(n.args) else None,
+                                extra=(("arg_span", self.site(n.args[i])),) if i < len(n.args) else ())
         if rg and dirty and not st.silent:
             # mark_dirty: the input is modified in place as the Function runs, with grad on: torch refuses a leaf that
             # requires grad (or a view of one), one of several views, or a view made under no_grad
@@ -1479,4 +1499,15 @@ def _dict_view(d: Seq, name: str) -> Seq:
     if name == "keys":
         return Seq(None, key)
     return Seq(None, Seq.of((key, seq_elem(d)), "tuple"))
+
+
+def _marks_dirty(ci: ClassInfo) -> bool:
+    """Does the Function's forward (or setup_context) call ``ctx.mark_dirty``? (Read once per class: cached on it.)"""
+    got = getattr(ci.node, "_gg_marks_dirty", None)
+    if got is None:
+        got = any(isinstance(x, ast.Attribute) and x.attr == "mark_dirty"
+                  for name in ("forward", "setup_context") if (fi := ci.find_method(name)) is not None
+                  for x in ast.walk(fi.node))
+        ci.node._gg_marks_dirty = got  # type: ignore[attr-defined]
+    return got
 

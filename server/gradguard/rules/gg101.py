@@ -147,7 +147,7 @@ with torch.autograd.graph.allow_mutation_on_saved_tensors():
 
     @classmethod
     def matches(cls, h: Hazard) -> bool:
-        return (h.kind == "saved" and h.form in ("method", "function", "augassign", "foreach")) or h.kind in (
+        return (h.kind == "saved" and h.form in ("method", "function", "augassign", "foreach", "apply")) or h.kind in (
             "pack_hook", "am_outside")
 
     @classmethod
