@@ -26,7 +26,11 @@ Autograd keeps a reference to some inputs or outputs of each op, to compute grad
 keep their input. Every tensor has a version counter that each in-place op bumps; when `backward()` unpacks
 a saved tensor whose version changed, it raises *one of the variables needed for gradient computation has
 been modified by an inplace operation*. `x * 2` saves nothing, so `y = x * 2; y += 1` is fine; `y = x.exp();
-y += 1` is not.
+y += 1` is not. Optional tensors count too: `CrossEntropyLoss(weight=w)` / `F.cross_entropy(..., weight=w)`,
+`BCEWithLogitsLoss(pos_weight=...)` and EmbeddingBag's `per_sample_weights` are saved, so class weights updated in
+place before the backward break it. A custom `autograd.Function` whose forward marks its input dirty
+(`ctx.mark_dirty(x)`) is an in-place op like torch's own: passing it a tensor that an op saved is reported at the
+`apply` call.
 
 The check happens only when a backward unpacks the tensor. After `loss.backward(retain_graph=True)` a write
 into what that graph saved breaks a later backward through the same graph (`loss.backward()` again, or the next
