@@ -1415,21 +1415,24 @@ class Calls(AnalyzerCore):
                     sto.leaf = True
                     sto.desc = f"made a leaf with requires_grad_() ({sto.desc})" if sto.desc else \
                         "made a leaf with requires_grad_()"
-                def of_it(v: Val) -> bool:
-                    return isinstance(v, T) and v.view is not None and not v.leaf and bool(v.storages) \
-                        and v.storages <= t.storages and v.view not in ("nograd", "nograd_if")
+
+                def of_it(v: Val) -> T | None:
+                    """``v`` as a view of ``t`` that now views a leaf requiring grad, or None."""
+                    if isinstance(v, T) and v.view is not None and not v.leaf and v.storages \
+                            and v.storages <= t.storages and v.view not in ("nograd", "nograd_if"):
+                        return v.with_(rg=YES, leaf=True)
+                    return None
 
                 for name, v in list(st.env.items()):
                     # a view taken before (`b = a[:]; a.requires_grad = True`) is now a view of a leaf that requires
                     # grad: torch reports b.requires_grad, and refuses in-place writes to it; so is one an object in
                     # scope holds (`self.rows = self.table[:]`)
-                    if of_it(v):
-                        st.env[name] = v.with_(rg=YES, leaf=True)
+                    if (now := of_it(v)) is not None:
+                        st.env[name] = now
                     elif isinstance(v, Obj) and v.kind == "local":
                         for k, av in list(v.attrs.items()):
-                            if of_it(av):
-                                assert isinstance(av, T)
-                                self.set_attr(v, k, av.with_(rg=YES, leaf=True))
+                            if (now := of_it(av)) is not None:
+                                self.set_attr(v, k, now)
             # (a view made under no_grad of a tensor that did not require grad, made to require grad itself: now a
             # view made in no_grad mode of a tensor that requires grad, which no write with grad on may modify)
             made = t.with_(rg=YES, leaf=leaf, view="nograd" if t.view == "nograd_if" else t.view)
