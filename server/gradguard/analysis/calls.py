@@ -1517,6 +1517,10 @@ class Calls(AnalyzerCore):
             if name in ("size", "dim", "numel", "item", "tolist", "stride", "data_ptr", "element_size", "nelement",
                         "is_contiguous", "get_device", "numpy"):
                 return UNKNOWN_NUM
+            if name == "split" and recv.maybe_tensor and "split_size" not in kw and "split_size_or_sections" not in kw \
+                    and (not pos or (isinstance(pos[0], Const) and isinstance(pos[0].value, str))):
+                # `text.split()`, `line.split(",")`: a string's words (a tensor's split needs a size)
+                return Seq(None, Const("", known=False), "list")
             info = self.kb.get(f"Tensor.{name}")
             if info is not None and recv.maybe_tensor and pos and name not in _ARG_TAKING_INPLACE \
                     and name.endswith("_") and (info.params or ("self",)) == ("self",):
