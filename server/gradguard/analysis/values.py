@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import itertools
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from gradguard.analysis.hazards import Site
@@ -183,7 +183,18 @@ class T(Val):
     f32: bool = False
 
     def with_(self, **kw: Any) -> T:
-        return replace(self, **kw)
+        """A copy with the fields ``kw`` changed (``dataclasses.replace``, without its per-call introspection:
+        the analysis makes tens of thousands of these per file)."""
+        if not _T_FIELDS.issuperset(kw):
+            return replace(self, **kw)  # (raises the TypeError replace gives for an unknown field)
+        new = object.__new__(T)
+        d = new.__dict__
+        d.update(self.__dict__)
+        d.update(kw)
+        return new
+
+
+_T_FIELDS = frozenset(f.name for f in fields(T))
 
 
 def fresh(desc: str = "", rg: int = NO, site: Site | None = None, leaf: bool = False, **kw: Any) -> T:
