@@ -1002,7 +1002,7 @@ class Calls(AnalyzerCore):
             if isinstance(src, T) and self.float32(src) and not is_true(bound.get("copy")) and (
                     (isinstance(to, Ref) and to.qual in _FLOAT32_DTYPES) or (isinstance(to, T) and self.float32(to))):
                 info = dataclasses.replace(info, view_of="self")
-        if info.name in _DTYPE_CASTS | _SAME_DTYPE_CASTS and info.view_of == "self" \
+        if info.name in _ANY_CASTS and info.view_of == "self" \
                 and isinstance(src := bound.get("self"), T) and src.leaf and src.rg == YES and src.view is None:
             # `w.float()`, `w.to(torch.float32)` of a float32 leaf: the leaf itself, not a view of it (torch's error
             # names the leaf)
@@ -1742,6 +1742,7 @@ _DTYPE_CASTS = frozenset({"Tensor.float", "Tensor.conj_physical", "torch.conj_ph
 # what is float32 whatever the code around it does (the default dtype of torch's random factories)
 _FLOAT32_ORIGINS = frozenset({"randn", "rand", "randn_like", "rand_like"})
 _SAME_DTYPE_CASTS = frozenset({"Tensor.to", "Tensor.type_as", "Tensor.type"})
+_ANY_CASTS = _DTYPE_CASTS | _SAME_DTYPE_CASTS
 # ops whose result is complex whatever their inputs, and ops of complex inputs whose result is real
 _COMPLEX_MAKERS = frozenset({"torch.view_as_complex", "torch.complex", "torch.polar", "torch.fft.fft", "torch.fft.fft2",
                              "torch.fft.fftn", "torch.fft.ifft", "torch.fft.ifft2", "torch.fft.ifftn", "torch.fft.rfft",
