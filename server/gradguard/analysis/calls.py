@@ -105,10 +105,13 @@ class Calls(AnalyzerCore):
         else:
             fv = self.ev(n.func, st, fr)
             if isinstance(fv, Ref) and fv.qual in NONDIFF_BUILTINS:
-                for a in n.args:
-                    self.ev_nograd(a.value if isinstance(a, ast.Starred) else a, st, fr)
-                for k in n.keywords:
-                    self.ev_nograd(k.value, st, fr)
+                for a in (*(a.value if isinstance(a, ast.Starred) else a for a in n.args), *(k.value for k in n.keywords)):
+                    if self._runs_code(a):
+                        # `print(fitter.train_step(batch))`: the step runs as it would anywhere, with grad on; only
+                        # the number it returns is formatted
+                        self.ev(a, st, fr)
+                    else:
+                        self.ev_nograd(a, st, fr)
                 return self.call_builtin(fv.qual[9:], [], {}, n, st, fr) if fv.qual != "builtins.print" else NONE
         pos: list[Val] = []
         for a in n.args:
@@ -205,6 +208,17 @@ class Calls(AnalyzerCore):
         if self.watching:
             self.kept_elsewhere((*pos, *kw.values()))
         return UNKNOWN
+
+    def _runs_code(self, a: ast.expr) -> bool:
+        """Is ``a`` a call of the program's own code (a function, a method that is not a tensor's), whose body runs
+        whatever its result is used for?"""
+        if not isinstance(a, ast.Call):
+            return False
+        f = a.func
+        if isinstance(f, ast.Name):
+            return True
+        return isinstance(f, ast.Attribute) and f.attr not in NONDIFF_METHODS and f"Tensor.{f.attr}" not in self.kb \
+            and f"torch.{f.attr}" not in self.kb
 
     def unknown_result(self, n: ast.Call) -> T:
         """What an entry of an object that the object's class does not define returns when called (a config's
