@@ -94,8 +94,8 @@ class Functions(Summaries):
         self.effects += 1
         self.called_defs.add(fi.node)
         if self.script_calls is not None:
-            # (a call the script makes with grad off, or while nothing is reported, `print(fitter.train_step(t))`,
-            # is not one that shows what the function does when trained: it still runs alone)
+            # (a call the script makes with grad off, `with torch.no_grad(): evaluate(model, x)`, or while nothing
+            # is reported, is not one that shows what the function does when trained: it still runs alone)
             known = not (st.no_grad or self.quiet) and all(
                 not (isinstance(v, T) and v.maybe_tensor) and v is not UNKNOWN
                 for v in (*pos[1 if fi.cls is not None and not fi.is_static else 0:], *kw.values()))
