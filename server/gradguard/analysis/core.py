@@ -158,6 +158,9 @@ class AnalyzerCore:
         # the inputs of a running custom Function whose forward marks its inputs dirty: a write to one of them is
         # the `apply` call's, reported there (see NNModules.autograd_apply)
         self.dirty_inputs: frozenset[Storage] = frozenset()
+        # the writes into those inputs, held until the forward returns: those to inputs it does not mark dirty are
+        # plain in-place writes, reported where they are
+        self.dirty_held: list[tuple[Hazard, T, tuple[SaveRecord, ...], State]] = []
         self.am_saves: set[SaveRecord] = set()  # saves made inside allow_mutation_on_saved_tensors()
         self.version_kept: frozenset[Storage] = frozenset()  # writes to these move no version (PRESERVE_VERSION_CTX)
         # Saves that no backward can reach (see Calls.e_Call): the saves recorded while the outermost call
@@ -556,8 +559,7 @@ class AnalyzerCore:
             # saved one of them as its own output explains the write best (the others may be from other paths)
             recs.sort(key=lambda r: r.what != "its output")
         param_update = st.no_grad and any(s.param_of is not None for s in val.storages)
-        if recs and self.dirty_inputs and val.storages & self.dirty_inputs:
-            recs = []  # (reported at the apply call)
+        held = bool(recs and self.dirty_inputs and val.storages & self.dirty_inputs)  # (see dirty_held)
         if recs and not st.allow_mutation and not param_update and not (
                 self.version_kept and val.storages <= self.version_kept) and not self.unreached(site, recs):
             ex = extra
@@ -571,7 +573,11 @@ class AnalyzerCore:
                 site = self.alias_stmt.get(val.alias_site, site)
             if self.fed_back is not None:
                 related = (*related, self.fed_back)
-            self.report_saved(Hazard("saved", form, site, stmt, op, target, tuple(recs), related, ex), val, recs, st)
+            h = Hazard("saved", form, site, stmt, op, target, tuple(recs), related, ex)
+            if held:
+                self.dirty_held.append((h, val, tuple(recs), st))
+            else:
+                self.report_saved(h, val, recs, st)
         for s in val.storages:
             saved.pop(s, None)
         owners = frozenset(s.param_of for s in val.storages if s.param_of is not None)

@@ -1105,7 +1105,8 @@ class NNModules(Summaries):
         # a forward that marks its inputs dirty is an in-place op on them, as torch's are: a write to an input that
         # an op saved before the call is reported at the call, with the tensor passed
         inputs_pre: dict[Storage, tuple[SaveRecord, ...]] = {}
-        outer_dirty = self.dirty_inputs
+        outer_dirty, outer_held = self.dirty_inputs, self.dirty_held
+        self.dirty_held = []
         if _marks_dirty(ci):
             for v in pos:
                 if isinstance(v, T) and not v.maybe_tensor:
@@ -1122,6 +1123,7 @@ class NNModules(Summaries):
         finally:
             st.no_grad = saved_flag
             self.dirty_inputs = outer_dirty
+            held, self.dirty_held = self.dirty_held, outer_held
         rg = YES if any(isinstance(v, T) and v.rg >= MAYBE for v in pos) and not st.no_grad else NO
         prov: frozenset[Any] = frozenset()
         inputs: set[Storage] = set()
@@ -1148,6 +1150,9 @@ class NNModules(Summaries):
                                        self.text(n.args[i]) if i < len(n.args) else "input",
                                        extra=(("outputs", n_out), ("arg_span", argsite))))
                     break
+        for h, v, recs, hst in held:
+            if not v.storages & dirty_storages:  # written but not marked dirty: a plain in-place write
+                self.report_saved(h, v, recs, hst)
         if inputs_pre and dirty and not st.silent:
             for i, v in enumerate(pos):
                 if isinstance(v, T) and v.storages & dirty_storages and any(s_ in inputs_pre for s_ in v.storages):
