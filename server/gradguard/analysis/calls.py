@@ -561,6 +561,13 @@ class Calls(AnalyzerCore):
                 size = min(len(i) for i in all_items if i is not None)
                 return Seq.of([Seq.of([i[k] for i in all_items if i is not None], "tuple") for k in range(size)],
                               "list")
+            if pos and not kw and any(i is not None and any(isinstance(x, Obj) for x in i) for i in all_items):
+                # `zip(layers, grads)` with the layers known: a pair per layer, each with any one of the others'
+                # elements (objects do not join as tensors do: one pass over "any layer" would see the first only)
+                size = min(len(i) for i in all_items if i is not None)
+                els = [self.elem(p, n) if i is None else None for p, i in zip(pos, all_items)]
+                return Seq.of([Seq.of([i[k] if i is not None else e or UNKNOWN for i, e in zip(all_items, els)],
+                                      "tuple") for k in range(size)], "list")
             return Seq(None, Seq.of([self.elem(p, n) for p in pos], "tuple"))
         if name in ("list", "tuple", "reversed", "sorted", "iter", "set"):
             if not pos:
@@ -1597,6 +1604,14 @@ class Calls(AnalyzerCore):
             return NONE
         if isinstance(recv, Seq) and recv.keys is not None and isinstance(n.func, ast.Attribute):
             return self.dict_method(recv, name, pos, kw, n.func.value, st, fr)
+        if isinstance(recv, Seq) and recv.kelem is not None and not pos and name in ("items", "keys"):
+            # `masks.items()` of `{layer: mask for ...}`: the layers with their masks
+            if recv.okeys is not None and recv.items is not None:
+                return Seq.of(recv.okeys) if name == "keys" else Seq.of(
+                    tuple(Seq.of((k, v), "tuple") for k, v in zip(recv.okeys, recv.items)))
+            if name == "keys":
+                return Seq(None, recv.kelem)
+            return Seq(None, Seq.of((recv.kelem, recv.elem), "tuple"))
         if isinstance(recv, Seq) and name == "pop":
             return recv.elem
         if isinstance(recv, (Seq, Alt)) and name in ("index", "count"):

@@ -895,16 +895,31 @@ class Expressions(AnalyzerCore):
                       st.packed)
         for k, g in enumerate(n.generators):
             it = self.ev(g.iter, inner, fr)
-            items = known_items(it) if k == 0 and len(n.generators) == 1 and not g.ifs else None
+            items = known_items(it) if k == 0 and len(n.generators) == 1 else None
             if items is not None:
-                # `nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims, dims[1:]))`: one element per item
+                # `nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims, dims[1:]))`: one element per item; a filter
+                # (`[m for m in model.modules() if isinstance(m, nn.Linear)]`) keeps the items it is not known to
+                # drop, and when it is not known for some, the length is not known either
                 out: list[Val] = []
+                ks: list[Val] = []
+                sure = True
                 for x in items:
                     self.assign(g.target, x, inner, fr, self.cur_stmt or ast.Pass())
+                    keep = [known_truth(self.ev(cond, inner, fr)) for cond in g.ifs]
+                    if False in keep:
+                        continue
+                    sure = sure and None not in keep
                     if key is not None:
-                        self.ev(key, inner, fr)
+                        ks.append(self.ev(key, inner, fr))
                     out.append(self.ev(elt, inner, fr))
                 st.heap = inner.heap
+                if not sure:
+                    return Seq(None, _join_all(out) or UNKNOWN, kind, kelem=_join_all(ks))
+                if key is not None:
+                    names = [known_str(k) for k in ks]
+                    if all(nm is not None for nm in names) and len(set(names)) == len(names):
+                        return Seq.keyed({nm: v for nm, v in zip(names, out) if nm is not None})
+                    return Seq(tuple(out), None, kind, kelem=_join_all(ks), okeys=tuple(ks))
                 return Seq.of(out, kind)
             self.assign(g.target, self.elem(it, g.iter), inner, fr, self.cur_stmt or ast.Pass())
             for cond in g.ifs:
@@ -915,11 +930,10 @@ class Expressions(AnalyzerCore):
                 # optimizer built on them steps
                 st.heap = inner.heap
                 return it
-        if key is not None:
-            self.ev(key, inner, fr)
+        kv = self.ev(key, inner, fr) if key is not None else None
         v = self.ev(elt, inner, fr)
         st.heap = inner.heap
-        return Seq(None, v, kind)
+        return Seq(None, v, kind, kelem=kv)
 
     def e_ListComp(self, n: ast.ListComp, st: State, fr: Frame) -> Val:
         return self._comp(n, st, fr, n.elt)
@@ -1103,3 +1117,11 @@ _PARAM_SOURCES = {
 # spectral_norm divides the weight by sigma. orthogonal does not: it maps a new tensor made from it (`X.tril()`,
 # then matrix_exp, cayley or householder), so an in-place update of the original breaks no graph.
 _SAVES_SOURCES = frozenset({"spectral_norm", "weight_norm"})
+
+
+def _join_all(vals: list[Val]) -> Val | None:
+    """The join of some values (None for none)."""
+    out: Val | None = None
+    for v in vals:
+        out = v if out is None else join(out, v)
+    return out

@@ -209,14 +209,19 @@ class Seq(Val):
     computed key, an entry written through an unknown key, a dict handed to code that may change it) has none, and
     reads of it give the join of its values, as for a list."""
 
-    __slots__ = ("_elem", "items", "keys", "kind")
+    __slots__ = ("_elem", "items", "keys", "kind", "kelem", "okeys")
 
     def __init__(self, items: tuple[Val, ...] | None, elem: Val | None = UNKNOWN, kind: str = "list",
-                 keys: tuple[str, ...] | None = None):
+                 keys: tuple[str, ...] | None = None, kelem: Val | None = None,
+                 okeys: tuple[Val, ...] | None = None):
         self.items = items
         self._elem = elem
         self.kind = kind
         self.keys = keys if items is not None else None
+        # a dict whose keys are objects (`{layer: mask for layer, mask in ...}`), for ``.items()`` and ``.keys()``:
+        # what any key is (None: not known), and each item's key when the items are known
+        self.kelem = kelem
+        self.okeys = okeys if items is not None and okeys is not None and len(okeys) == len(items) else None
 
     @property
     def elem(self) -> Val:
