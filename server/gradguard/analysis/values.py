@@ -209,7 +209,7 @@ class Seq(Val):
     computed key, an entry written through an unknown key, a dict handed to code that may change it) has none, and
     reads of it give the join of its values, as for a list."""
 
-    __slots__ = ("_elem", "items", "keys", "kind", "kelem", "okeys")
+    __slots__ = ("_elem", "items", "kelem", "keys", "kind", "okeys")
 
     def __init__(self, items: tuple[Val, ...] | None, elem: Val | None = UNKNOWN, kind: str = "list",
                  keys: tuple[str, ...] | None = None, kelem: Val | None = None,
