@@ -532,3 +532,20 @@ def test_graph_cutting_ops(kb: Knowledge) -> None:
     assert type((p // 0.3).grad_fn).__name__ == "NotImplemented"
     assert not torch.multinomial(p, 1).requires_grad
     assert type(torch.bernoulli(p).grad_fn).__name__ == "BernoulliBackward0"
+
+
+@pytest.mark.torch
+def test_removed_symeig_saves_as_its_successor(kb: Knowledge) -> None:
+    """torch 2.0 removed symeig, which older research code calls; its backward saved both outputs (derivatives.yaml:
+    ``symeig_backward(grads, self, eigenvectors, upper, eigenvalues, eigenvectors_return)``), as linalg.eigh's does,
+    which is measured here. The entry is named with the old parameters."""
+    a = torch.randn(4, 4, dtype=torch.float64)
+    with pytest.raises(RuntimeError, match="removed"):
+        a.symeig(eigenvectors=True)
+    x = nonleaf(4, 4).double()
+    (evals, evecs), packed = saved_storages(lambda: torch.linalg.eigh(x @ x.mT))
+    assert {_ptr(evals), _ptr(evecs)} <= ptrs(packed)
+    for name, arg in (("torch.symeig", "input"), ("Tensor.symeig", "self")):
+        info = kb.get(name)
+        assert info is not None and info.saves_output == (arg,) and info.saved_output_indices == (0, 1), name
+        assert info.params[:2] == (arg, "eigenvectors"), name

@@ -337,6 +337,37 @@ def out_of_place_specs(specs: list[Spec]) -> list[Spec]:
     return out
 
 
+# Ops that torch 2.0 removed, which older research code still calls (`evals, evecs = a.symeig(eigenvectors=True)`):
+# they cannot be probed, but their backward saved what their successor's does, with the arguments renamed
+# (old name -> (successor, kind, {successor's argument: old argument}, old parameters)). What old torch saved is in
+# its derivatives.yaml: `symeig_backward(grads, self, eigenvectors, upper, eigenvalues, eigenvectors_return)`.
+_REMOVED: dict[str, tuple[str, str, dict[str, str], tuple[str, ...]]] = {
+    "torch.symeig": ("torch.linalg.eigh", "function", {"input": "input"}, ("input", "eigenvectors", "upper")),
+    "Tensor.symeig": ("torch.linalg.eigh", "method", {"input": "self"}, ("self", "eigenvectors", "upper")),
+}
+
+
+def _add_removed(table: dict[str, Any]) -> None:
+    """Entries for the ops in ``_REMOVED`` that this torch no longer runs, made from their successors'."""
+    for name, (succ, kind, rename, params) in _REMOVED.items():
+        base = table.get(succ)
+        if base is None or table.get(name, {}).get("source") == "probe":
+            continue
+
+        def ren(v: Any) -> Any:
+            if isinstance(v, str):
+                return rename.get(v, v)
+            if isinstance(v, list):
+                return [ren(x) for x in v]
+            if isinstance(v, dict):
+                return {ren(k): ren(x) for k, x in v.items()}
+            return v
+
+        entry = {k: ren(v) for k, v in base.items() if k not in ("accepts_out", "cuda", "autocast_casts")}
+        entry.update(kind=kind, params=list(params), source=f"removed in torch 2.0: as {succ} (not probed)")
+        table[name] = entry
+
+
 def build_entries(device: str = "cpu") -> dict[str, Any]:
     """Probe every spec on ``device`` ("cpu" or "cuda")."""
     E.DEVICE[0] = device
@@ -374,6 +405,7 @@ def _build_entries() -> dict[str, Any]:
         if entry.get("source") == "failed" and name.startswith("Tensor.") and name.endswith("_"):
             entry["mutates"] = ["self"]  # not callable on dense CPU tensors (sparse-only); by naming convention
             entry["source"] = "naming convention (not probed)"
+    _add_removed(table)
     for name, entry in table.items():
         oop = _out_of_place(name, table)
         if oop and entry.get("mutates"):
