@@ -354,18 +354,20 @@ def _add_removed(table: dict[str, Any]) -> None:
         if base is None or table.get(name, {}).get("source") == "probe":
             continue
 
-        def ren(v: Any) -> Any:
-            if isinstance(v, str):
-                return rename.get(v, v)
-            if isinstance(v, list):
-                return [ren(x) for x in v]
-            if isinstance(v, dict):
-                return {ren(k): ren(x) for k, x in v.items()}
-            return v
-
-        entry = {k: ren(v) for k, v in base.items() if k not in ("accepts_out", "cuda", "autocast_casts")}
+        entry = {k: _renamed(v, rename) for k, v in base.items() if k not in ("accepts_out", "cuda", "autocast_casts")}
         entry.update(kind=kind, params=list(params), source=f"removed in torch 2.0: as {succ} (not probed)")
         table[name] = entry
+
+
+def _renamed(v: Any, rename: dict[str, str]) -> Any:
+    """A table value with argument names renamed."""
+    if isinstance(v, str):
+        return rename.get(v, v)
+    if isinstance(v, list):
+        return [_renamed(x, rename) for x in v]
+    if isinstance(v, dict):
+        return {_renamed(k, rename): _renamed(x, rename) for k, x in v.items()}
+    return v
 
 
 def build_entries(device: str = "cpu") -> dict[str, Any]:
