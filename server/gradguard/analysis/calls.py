@@ -328,7 +328,8 @@ class Calls(AnalyzerCore):
             tgt = self.text(kwnode.value) if kwnode else "out"
             if info is not None and inputs and not st.no_grad and not st.silent:
                 # `torch.mul(a, b, out=x)` with `a` requiring grad: out= variants have no derivative, torch refuses
-                rg_arg = next((a for a, v in inputs.items() if a != "out" and _requires_grad(v)), None)
+                rg_arg = next((a for a, v in inputs.items() if a != "out" and _requires_grad(v)), None) or next(
+                    (a for a, v in inputs.items() if a != "out" and _made_requiring_grad(v)), None)
                 if rg_arg is not None:
                     node = self._arg_node(n, info, rg_arg)
                     seq = inputs[rg_arg]
@@ -1604,8 +1605,10 @@ class Calls(AnalyzerCore):
             return NONE
         if isinstance(recv, Seq) and recv.keys is not None and isinstance(n.func, ast.Attribute):
             return self.dict_method(recv, name, pos, kw, n.func.value, st, fr)
-        if isinstance(recv, Seq) and recv.kelem is not None and not pos and name in ("items", "keys"):
+        if isinstance(recv, Seq) and recv.kelem is not None and not pos and name in ("items", "keys", "values"):
             # `masks.items()` of `{layer: mask for ...}`: the layers with their masks
+            if name == "values":
+                return Seq(recv.items, None) if recv.items is not None else Seq(None, recv.elem)
             if recv.okeys is not None and recv.items is not None:
                 return Seq.of(recv.okeys) if name == "keys" else Seq.of(
                     tuple(Seq.of((k, v), "tuple") for k, v in zip(recv.okeys, recv.items)))
@@ -1842,6 +1845,13 @@ def _requires_grad(v: Val, depth: int = 0) -> bool:
     if isinstance(v, Seq) and v.items is not None and depth < 2:
         return any(_requires_grad(x, depth + 1) for x in v.items)
     return False
+
+
+def _made_requiring_grad(v: Val) -> bool:
+    """A tensor an op seen here made from one that requires grad (`h = self.proj(x)`: the layer's weight does), so
+    it does too, whatever the input was."""
+    return isinstance(v, T) and v.rg == YES and not v.maybe_tensor and not v.maybe_tuple and not any(
+        isinstance(o, Obj) and o.kind == "opaque" for o, _s, _c in v.prov)
 
 
 def _live(v: Val, saved: dict[Any, Any], depth: int = 0) -> bool:
