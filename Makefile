@@ -41,8 +41,11 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy
 
+# Two workers (pytest-xdist), each taking whole test files: the torch-executed tests fork their own children,
+# and more workers than cores only slows them down. PYTEST_WORKERS=0 runs everything in one process.
+PYTEST_WORKERS ?= 2
 pytest: setup
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile --durations=10
 
 -include mk/*.mk
 
