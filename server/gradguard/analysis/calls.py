@@ -1269,7 +1269,10 @@ class Calls(AnalyzerCore):
             if only_maybe:
                 out_rg = max((v.rg for v in bound.values() if isinstance(v, T)), default=NO)
             res = T(frozenset({Storage(display)}), rg=out_rg, prov=prov, origin=display,
-                    maybe_tuple=info.returns_tuple, maybe_tensor=only_maybe, cplx=cplx)
+                    maybe_tuple=info.returns_tuple, maybe_tensor=only_maybe, cplx=cplx,
+                    sure=out_rg == YES and not only_maybe and any(
+                        isinstance(v, T) and v.rg == YES and not v.maybe_tensor and (v.leaf or v.sure)
+                        for a, v in bound.items() if info.grad_from is None or a in info.grad_from))
             if only_maybe:
                 return res
         if grad_on and any_rg and info.saves_output and info.output_saved(rgmap) and isinstance(res, T):
@@ -1850,8 +1853,7 @@ def _requires_grad(v: Val, depth: int = 0) -> bool:
 def _made_requiring_grad(v: Val) -> bool:
     """A tensor an op seen here made from one that requires grad (`h = self.proj(x)`: the layer's weight does), so
     it does too, whatever the input was."""
-    return isinstance(v, T) and v.rg == YES and not v.maybe_tensor and not v.maybe_tuple and not any(
-        isinstance(o, Obj) and o.kind == "opaque" for o, _s, _c in v.prov)
+    return isinstance(v, T) and v.sure and v.rg == YES and not v.maybe_tensor and not v.maybe_tuple
 
 
 def _live(v: Val, saved: dict[Any, Any], depth: int = 0) -> bool:

@@ -181,6 +181,9 @@ class T(Val):
     # made by a factory with no dtype given (`torch.zeros(6)`, `torch.randn(n, d)`): of the default dtype, float32
     # in a file that never mentions another precision (see Calls.float32)
     f32: bool = False
+    # surely requires grad: made with grad on, by ops seen here, from a leaf that does (a layer's own weight): `h =
+    # self.proj(x)` whatever the batch `x` was (``rg`` YES alone also covers "may": an op on an unknown value)
+    sure: bool = False
 
     def with_(self, **kw: Any) -> T:
         """A copy with the fields ``kw`` changed (``dataclasses.replace``, without its per-call introspection:
@@ -550,7 +553,7 @@ def join(a: Val, b: Val) -> Val:
                  view_site=first.view_site or second.view_site,
                  origin=a.origin or b.origin, noncontig=a.noncontig and b.noncontig, made=max(a.made, b.made),
                  cplx=a.cplx or b.cplx, expanded=a.expanded if a.expanded == b.expanded else None,
-                 f32=a.f32 and b.f32)
+                 f32=a.f32 and b.f32, sure=a.sure and b.sure)
     if isinstance(a, T) and b is UNKNOWN:
         return a
     if isinstance(b, T) and a is UNKNOWN:
