@@ -567,8 +567,8 @@ class Calls(AnalyzerCore):
                 # elements (objects do not join as tensors do: one pass over "any layer" would see the first only)
                 size = min(len(i) for i in all_items if i is not None)
                 els = [self.elem(p, n) if i is None else None for p, i in zip(pos, all_items)]
-                return Seq.of([Seq.of([i[k] if i is not None else e or UNKNOWN for i, e in zip(all_items, els)],
-                                      "tuple") for k in range(size)], "list")
+                return Seq.of([Seq.of([i[k] if i is not None else e if e is not None else UNKNOWN
+                                       for i, e in zip(all_items, els)], "tuple") for k in range(size)], "list")
             return Seq(None, Seq.of([self.elem(p, n) for p in pos], "tuple"))
         if name in ("list", "tuple", "reversed", "sorted", "iter", "set"):
             if not pos:

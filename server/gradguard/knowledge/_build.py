@@ -353,7 +353,6 @@ def _add_removed(table: dict[str, Any]) -> None:
         base = table.get(succ)
         if base is None or table.get(name, {}).get("source") == "probe":
             continue
-
         entry = {k: _renamed(v, rename) for k, v in base.items() if k not in ("accepts_out", "cuda", "autocast_casts")}
         entry.update(kind=kind, params=list(params), source=f"removed in torch 2.0: as {succ} (not probed)")
         table[name] = entry
