@@ -7,8 +7,10 @@ STAMP := $(VENV)/.installed-stamp
 
 .PHONY: setup setup-lint demo test lint typecheck pytest bench scan-timm clean knowledge dist
 
-# Areas add their own targets in mk/*.mk (TEST_TARGETS += ...) and pip requirements in requirements/*.txt.
+# Areas add their own targets in mk/*.mk (TEST_TARGETS += ..., or TEST_LAST += ... for what must run alone at the
+# end) and pip requirements in requirements/*.txt.
 TEST_TARGETS := lint typecheck pytest
+TEST_LAST :=
 REQS := $(sort $(wildcard requirements/*.txt))
 
 # What linting needs (gradguard + libcst, pygls, pathspec: ~45 MB, ~15 s): enough for `make demo` and the editors.
@@ -59,7 +61,11 @@ dist: $(LINT_STAMP) vsix
 	cp $(VSIX_NAME) dist/
 	ls -l dist
 
-test: $(TEST_TARGETS)
+# The checks run two at a time (lint, typecheck and the client's checks beside pytest; lines of their output
+# interleave), then the editor end-to-end tests alone: a real editor on a loaded machine is slow to answer.
+test:
+	$(MAKE) --no-print-directory -j2 --output-sync=line $(TEST_TARGETS)
+	$(if $(strip $(TEST_LAST)),$(MAKE) --no-print-directory $(TEST_LAST))
 
 bench: setup
 	$(BIN)/python benchmarks/bench_analyzer.py

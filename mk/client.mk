@@ -36,4 +36,5 @@ client-e2e: setup vsix
 	bash tests/e2e/setup-code-server.sh >/dev/null
 	node tests/e2e/vscode.e2e.mjs --vsix $(VSIX_NAME) --python $(abspath $(BIN))/python
 
-TEST_TARGETS += client-lint client-typecheck client-unit vsix client-e2e
+TEST_TARGETS += client-lint client-typecheck client-unit vsix
+TEST_LAST += client-e2e
