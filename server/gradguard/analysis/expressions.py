@@ -524,7 +524,9 @@ class Expressions(AnalyzerCore):
             if (keyed := base.entries()) is not None:
                 if (name := known_str(idx)) is not None and name in keyed:
                     return self.kept_output(n.value, keyed[name], st)
-                return base.elem
+                return base.read(name) if name is not None else base.elem
+            if base.wkeys is not None and (name := known_str(idx)) is not None:
+                return base.read(name)
             if base.items is not None and isinstance(idx, Const) and idx.known and isinstance(idx.value, int):
                 try:
                     return self.kept_output(n.value, base.items[idx.value], st)
@@ -541,7 +543,13 @@ class Expressions(AnalyzerCore):
                 sliced = [_const_slice(a, n.slice) for a in base.alts]
                 if all(x is not None for x in sliced):
                     return Alt(tuple(x for x in sliced if x is not None))
+            name = known_str(idx) if all(a.kind == "dict" for a in base.alts) else None
             got = seq_elem(base)
+            if name is not None:  # (dicts built differently: the entry of whichever one it is)
+                reads = [a.read(name) for a in base.alts]
+                got = reads[0]
+                for r in reads[1:]:
+                    got = join(got, r)
             if isinstance(got, T) and fr.loops and all(a.kind in ("list", "tuple") for a in base.alts):
                 return self.item_instance(got, n.slice, st, fr)  # (lists of several lengths: any item of them)
             return got
@@ -750,8 +758,7 @@ class Expressions(AnalyzerCore):
                 return self.class_of(base)
             if base.kind == "optimizer" and attr == "param_groups":  # [{"params": [...], "lr": ...}]
                 owners = base.cfg.get("owners")
-                group = Seq.of((owners if isinstance(owners, Params) else UNKNOWN, UNKNOWN_NUM), "dict")
-                return Seq(None, group, "list")
+                return Seq.param_groups(owners if isinstance(owners, Params) else UNKNOWN)
             if attr in base.attrs:
                 return base.attrs[attr]
             if base.kind == "opaque":

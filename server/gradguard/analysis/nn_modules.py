@@ -1055,7 +1055,7 @@ class NNModules(Summaries):
             params = kw.get("params", pos[0] if pos else UNKNOWN)
             owners = Params(self.owners_of(params))
             obj.cfg["owners"] = owners
-            self.set_attr(obj, "param_groups", Seq(None, Seq.of((owners, UNKNOWN_NUM), "dict"), "list"))
+            self.set_attr(obj, "param_groups", Seq.param_groups(owners))
             return
         tbase = self.torch_base(cls)
         if tbase is not None:

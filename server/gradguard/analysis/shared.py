@@ -112,7 +112,7 @@ class Shape:
             return "U"
         if isinstance(v, Seq):
             if v.items is not None:
-                return ("S", v.kind, v.keys, tuple(self.key(x) for x in v.items))
+                return ("S", v.kind, v.keys, v.wkeys, tuple(self.key(x) for x in v.items))
             return ("S*", v.kind, self.key(v.elem))
         if isinstance(v, Obj):
             got_o = self.objs.get(v)

@@ -301,6 +301,17 @@ class Statements(AnalyzerCore):
                 self._rebind(t.value, Seq.keyed({**ents, name: v}) if name is not None
                              else Seq((*ents.values(), v), None, "dict"), st, fr)
                 return
+            if isinstance(base, Seq) and base.wkeys is not None and base.items is not None \
+                    and (name := known_str(key)) is not None:
+                # `group["lr"] = lr` into a dict whose keys are known but not exactly: that key holds the value now
+                wk, items = list(base.wkeys), list(base.items)
+                if name in wk:
+                    items[wk.index(name)] = v
+                else:
+                    wk.append(name)
+                    items.append(v)
+                self._rebind(t.value, Seq(tuple(items), None, "dict", wkeys=tuple(wk)), st, fr)
+                return
             if (isinstance(key, Const) and isinstance(key.value, str)) or isinstance(t.slice, ast.JoinedStr) or (
                     isinstance(v, Const) and isinstance(v.value, str)) or _str_in_tuple(t.slice):
                 # `d["name"] = ...`, `d[key] = "text"`, `td[key, "prompt"] = ...` (a nested key): a dict or list item,
@@ -739,7 +750,7 @@ class Statements(AnalyzerCore):
                 copies.append(c)
             return v.with_(storages=frozenset(copies))
         if isinstance(v, Seq) and v.items is not None and depth < 2:
-            return Seq.of([self.fresh_element(x, st, depth + 1) for x in v.items], v.kind)
+            return v.remap(tuple(self.fresh_element(x, st, depth + 1) for x in v.items))
         return v
 
     s_AsyncFor = s_For

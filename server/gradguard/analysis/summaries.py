@@ -216,7 +216,7 @@ class Summaries(SharedSummaries):
             return "U"
         if isinstance(v, Seq):
             if v.items is not None and depth < 2:
-                return ("S", v.kind, v.keys, len(v.items),
+                return ("S", v.kind, v.keys, v.wkeys, len(v.items),
                         tuple(self._vkey(x, saved, depth + 1) for x in v.items[:_MAX_KEY_ITEMS]))
             return ("S*", v.kind, self._vkey(v.elem, saved, depth + 1) if depth < 2 else None)
         if isinstance(v, Obj):

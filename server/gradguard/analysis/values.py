@@ -212,15 +212,19 @@ class Seq(Val):
     computed key, an entry written through an unknown key, a dict handed to code that may change it) has none, and
     reads of it give the join of its values, as for a list."""
 
-    __slots__ = ("_elem", "items", "kelem", "keys", "kind", "okeys")
+    __slots__ = ("_elem", "items", "kelem", "keys", "kind", "okeys", "wkeys")
 
     def __init__(self, items: tuple[Val, ...] | None, elem: Val | None = UNKNOWN, kind: str = "list",
                  keys: tuple[str, ...] | None = None, kelem: Val | None = None,
-                 okeys: tuple[Val, ...] | None = None):
+                 okeys: tuple[Val, ...] | None = None, wkeys: tuple[str, ...] | None = None):
         self.items = items
         self._elem = elem
         self.kind = kind
         self.keys = keys if items is not None else None
+        # a dict that had exactly these string keys, one per item, until code the analysis does not follow may
+        # have changed it (see unkeyed)
+        self.wkeys = wkeys if items is not None and keys is None and wkeys is not None \
+            and len(wkeys) == len(items) else None
         # a dict whose keys are objects (`{layer: mask for layer, mask in ...}`), for ``.items()`` and ``.keys()``:
         # what any key is (None: not known), and each item's key when the items are known
         self.kelem = kelem
@@ -258,12 +262,31 @@ class Seq(Val):
         return dict(zip(self.keys, self.items))
 
     def unkeyed(self) -> Seq:
-        """The same dict, its keys no longer known (changed by code we do not follow)."""
-        return Seq(self.items, None, self.kind)
+        """The same dict, its keys no longer known exactly (changed by code we do not follow). What each key held
+        is still known to be among its values (see read)."""
+        return Seq(self.items, None, self.kind, wkeys=self.keys if self.keys is not None else self.wkeys)
 
     def remap(self, items: tuple[Val, ...]) -> Seq:
         """The same sequence (kind, keys) holding other items: copies for summaries and kept calls."""
-        return Seq(items, None, self.kind, self.keys)
+        return Seq(items, None, self.kind, self.keys, wkeys=self.wkeys)
+
+    def read(self, name: str) -> Val:
+        """``d[name]`` of a dict, for a known string key. A keyed dict gives that entry. A key the dict does not hold
+        (nor held, before code we do not follow changed it) is one that code added, if any: its value is unknown,
+        not one of the values the known keys hold (``group["betas"]`` of an optimizer's param group is not its
+        ``"params"``). Any other read is one of the dict's values."""
+        keys = self.keys if self.keys is not None else self.wkeys
+        if keys is None or self.items is None:
+            return self.elem
+        if self.keys is not None and name in keys:
+            return self.items[keys.index(name)]
+        return self.elem if name in keys else UNKNOWN
+
+    @staticmethod
+    def param_groups(owners: Val) -> Seq:
+        """An optimizer's ``param_groups``: a list of dicts whose ``"params"`` are the parameters it updates (its
+        other entries are the hyperparameters of its defaults, read as unknown)."""
+        return Seq(None, Seq.keyed({"params": owners}), "list")
 
 
 def known_str(v: Val | None) -> str | None:
