@@ -200,8 +200,12 @@ def _editable_mapping(path: str) -> dict[str, str]:
 
 def workspace_roots(paths: list[str], config_root: str = "", src: tuple[str, ...] = ()) -> list[str]:
     """The workspace's import roots, first wins: ``src`` entries (relative to the config's directory), the
-    config's directory, each directory named on the command line (or the directory of each named file), and the
-    git root above them."""
+    config's directory, each directory named on the command line (or the directory of each named file), the
+    directory holding the package each of those sits in, and the git root above them.
+
+    The package's directory is found as mypy finds it, by walking up while a directory has an ``__init__.py``:
+    ``gradguard check ultralytics`` (or one file in it) resolves the package's own absolute imports, ``from
+    ultralytics.utils.torch_utils import smart_inference_mode``, with no git root or configuration above it."""
     out: list[str] = []
 
     def add(d: str) -> None:
@@ -214,7 +218,13 @@ def workspace_roots(paths: list[str], config_root: str = "", src: tuple[str, ...
             add(os.path.join(config_root, s))
         add(config_root)
     for p in paths:
-        add(p if os.path.isdir(p) else os.path.dirname(os.path.abspath(p)))
+        d = os.path.abspath(p if os.path.isdir(p) else os.path.dirname(os.path.abspath(p)))
+        add(d)
+        top = d
+        while os.path.isfile(os.path.join(top, "__init__.py")) and os.path.dirname(top) != top:
+            top = os.path.dirname(top)
+        if top != d:
+            add(top)
     for d in list(out):
         g = git_root(d)
         if g:
