@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import io
 import os
 import re
@@ -391,6 +392,9 @@ def merge_results(results: list[FileResult], fixes: bool = True) -> list[Finding
                 if (f.code, f.line, f.column) not in have:
                     have.add((f.code, f.line, f.column))
                     f.path = target.path
+                    # (its own lines, named as its own findings name them)
+                    f.related = [dataclasses.replace(rel, path=target.path) if rel.path == p else rel
+                                 for rel in f.related]
                     extra.setdefault(p, []).append(f)
     for p, fs in extra.items():
         if fixes:

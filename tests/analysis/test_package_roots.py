@@ -111,3 +111,47 @@ def test_the_same_code_without_the_decorator_is_reported(tmp_path: Path) -> None
     assert "modified by an inplace operation" in ran.stderr, ran.stderr
     found = check_paths([str(root)], Config(), jobs=1, fixes=False, project=True, cache=False)
     assert [(Path(f.path).name, f.line, f.code) for f in found] == [("text_model.py", 16, "GG101")]
+
+
+FUNCTIONAL = textwrap.dedent("""
+    import torch
+
+
+    def disparity(a, b):
+        a = a - a.mean(dim=1, keepdim=True)
+        a /= torch.linalg.norm(a, dim=[1, 2], keepdim=True)
+        return (a - b).pow(2).sum()
+""")
+
+METRIC = textwrap.dedent("""
+    import torch
+    import torch.nn as nn
+
+    from {pkg}.functional import disparity
+
+
+    class Disparity(nn.Module):
+        def forward(self, a, b):
+            return disparity(a, b)
+
+
+    if __name__ == "__main__":
+        Disparity()(torch.randn(2, 5, 3, requires_grad=True), torch.randn(2, 5, 3)).backward()
+""")
+
+
+def test_a_finding_another_file_revealed_names_its_own_file_one_way(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The functional is reported through the module that calls it with inputs that may require grad (torchmetrics'
+    procrustes_disparity, called by its metric's update): its related lines name the file as the finding does."""
+    root = tmp_path / "metricpkg"
+    root.mkdir()
+    (root / "__init__.py").write_text("")
+    (root / "functional.py").write_text(FUNCTIONAL)
+    (root / "metric.py").write_text(METRIC.format(pkg="metricpkg"))
+    ran = run_module(tmp_path, "metricpkg.metric")
+    assert "modified by an inplace operation" in ran.stderr, ran.stderr
+    monkeypatch.chdir(tmp_path)
+    found = check_paths(["metricpkg"], Config(), jobs=1, fixes=False, project=True, cache=False)
+    assert [(f.path, f.line, f.code) for f in found] == [(os.path.join("metricpkg", "functional.py"), 7, "GG101")]
+    assert {r.path for r in found[0].related} == {found[0].path}
