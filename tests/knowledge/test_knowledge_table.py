@@ -549,3 +549,24 @@ def test_removed_symeig_saves_as_its_successor(kb: Knowledge) -> None:
         info = kb.get(name)
         assert info is not None and info.saves_output == (arg,) and info.saved_output_indices == (0, 1), name
         assert info.params[:2] == (arg, "eigenvectors"), name
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize(("name", "index", "grad_args"), [
+    ("Tensor.scatter_add_", "index", ("self", "src")),
+    ("Tensor.index_add_", "index", ("self", "source")),
+    ("torch.gather", "index", ("input",)),
+    ("torch.nn.functional.embedding", "input", ("weight",)),
+    ("Tensor.masked_fill_", "mask", ("self",)),
+    ("torch.where", "condition", ("input", "other")),
+])
+def test_integer_and_mask_arguments_give_the_result_no_grad(kb: Knowledge, name: str, index: str,
+                                                             grad_args: tuple[str, ...]) -> None:
+    """An index, mask or condition is an integer or bool tensor, which torch never lets require grad: the result's
+    grad comes from the other tensors alone (pyg's WLConv histogram, `ones_like(index).scatter_add_(0, index, ...)`
+    with an index computed from the input, requires no grad)."""
+    with pytest.raises(RuntimeError, match="floating point"):
+        torch.zeros(3, dtype=torch.long).requires_grad_()
+    info = kb.get(name)
+    assert info is not None and info.grad_from is not None, name
+    assert index not in info.grad_from and set(grad_args) <= set(info.grad_from), (name, info.grad_from)

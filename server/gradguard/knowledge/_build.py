@@ -128,8 +128,10 @@ def probe_spec(spec: Spec) -> dict[str, Any]:
             and "errors" not in entry:
         # zeros_like, new_empty, argmax, bernoulli: the result never requires grad, whatever the inputs
         entry["output_requires_grad"] = False
-    elif grad_out and spec.kind != "module" and set(grad_from) != set(float_args) and "errors" not in entry:
-        # expand_as(other), type_as(other): `other` gives a shape or a dtype, not a value the result depends on
+    elif grad_out and spec.kind != "module" and set(grad_from) != set(tensor_args) and "errors" not in entry:
+        # expand_as(other), type_as(other): `other` gives a shape or a dtype, not a value the result depends on.
+        # scatter_add_(dim, index, src), gather, embedding: the index is an integer tensor, which torch never lets
+        # require grad; the result's grad comes from the others alone
         entry["grad_from"] = [a for a in grad_from if a in float_args]
     if grad_out and not_implemented and "errors" not in entry:
         # binomial, floor_divide: the result requires grad, but its backward raises "the derivative for ... is
