@@ -804,6 +804,9 @@ class Statements(AnalyzerCore):
                 v = self.ev(item.context_expr, st, fr)
                 if item.optional_vars is not None:
                     self.assign(item.optional_vars, UNKNOWN if not isinstance(v, T) else v, st, fr, s)
+                mode = self._generator_grad_mode(item.context_expr, st, fr)
+                if mode is not None:
+                    st.no_grad = mode  # `with eval_mode(net):` of a @contextmanager that yields under no_grad
         if kept:
             # the block's writes to these tensors leave what ops saved of them as it was
             storages = frozenset().union(*(t.storages for t in kept))
@@ -825,6 +828,17 @@ class Statements(AnalyzerCore):
         return out
 
     s_AsyncWith = s_With
+
+    def _generator_grad_mode(self, node: ast.expr, st: State, fr: Frame) -> bool | None:
+        """The grad mode inside ``with cm(...):`` for a ``@contextmanager`` generator of the code's own (or a
+        library's) that yields only inside ``with torch.no_grad()`` / ``inference_mode()`` (True: grad off; monai's
+        ``eval_mode``) or only inside ``with torch.enable_grad()`` (False: grad on). None for any other."""
+        if not isinstance(node, ast.Call) or not isinstance(node.func, (ast.Name, ast.Attribute)):
+            return None
+        fv = self.lookup(node.func.id, st, fr) if isinstance(node.func, ast.Name) else self.ev_nograd(node.func, st, fr)
+        if not isinstance(fv, Func) or not isinstance(fv.info.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None
+        return _yields_in_grad_mode(fv.info.node)
 
     @staticmethod
     def _mode_enabled(node: ast.expr) -> bool:
@@ -1042,6 +1056,63 @@ def _with_item(base: Seq | Alt, key: Val, v: Val) -> Seq | Alt | None:
         items[i] = v
         out.append(Seq.of(items, s.kind))
     return out[0] if len(out) == 1 else Alt(tuple(out))
+
+
+def _yields_in_grad_mode(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool | None:
+    """For a ``@contextmanager`` generator: True when every ``yield`` sits inside ``with torch.no_grad()`` (or
+    ``inference_mode()``, ``set_grad_enabled(False)``), False when every one sits inside ``with
+    torch.enable_grad()`` (or ``set_grad_enabled(True)``), else None. Cached on the tree."""
+    got: bool | str | None = getattr(node, "_gg_yield_mode", "")
+    if got != "":
+        return got  # type: ignore[return-value]
+    modes: set[bool | None] = set()
+    if any((d.attr if isinstance(d, ast.Attribute) else getattr(d, "id", "")) == "contextmanager"
+           for d in node.decorator_list):
+        _yield_modes(node.body, None, modes)
+    got = modes.pop() if len(modes) == 1 else None
+    node._gg_yield_mode = got  # type: ignore[union-attr]  # cached on the tree, which it describes
+    return got
+
+
+def _grad_ctx_mode(e: ast.expr) -> bool | None:
+    """The grad mode a ``with`` item sets, read from its text: True (off), False (on), None (neither)."""
+    f = e.func if isinstance(e, ast.Call) else e
+    name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+    args = e.args if isinstance(e, ast.Call) else []
+    flag = args[0] if args else None
+    if name in ("no_grad", "inference_mode"):
+        return not (isinstance(flag, ast.Constant) and flag.value is False)
+    if name == "enable_grad":
+        return False
+    if name == "set_grad_enabled" and isinstance(flag, ast.Constant) and isinstance(flag.value, bool):
+        return not flag.value
+    return None
+
+
+def _yield_modes(stmts: list[ast.stmt], mode: bool | None, out: set[bool | None]) -> None:
+    for s in stmts:
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue  # a nested def's yields are its own
+        inner = mode
+        if isinstance(s, (ast.With, ast.AsyncWith)):
+            for item in s.items:
+                m = _grad_ctx_mode(item.context_expr)
+                if m is not None:
+                    inner = m
+        for field in ("test", "value", "iter", "items", "targets", "target", "msg", "exc", "subject"):
+            for x in _as_list(getattr(s, field, None)):
+                if isinstance(x, ast.AST) and any(isinstance(y, (ast.Yield, ast.YieldFrom)) for y in ast.walk(x)):
+                    out.add(mode)
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            for x in _as_list(getattr(s, field, None)):
+                if isinstance(x, ast.stmt):
+                    _yield_modes([x], inner if field == "body" else mode, out)
+                elif isinstance(x, (ast.ExceptHandler, ast.match_case)):
+                    _yield_modes(x.body, mode, out)
+
+
+def _as_list(v: object) -> list[object]:
+    return v if isinstance(v, list) else [v] if v is not None else []
 
 
 def _applies_no_grad(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
