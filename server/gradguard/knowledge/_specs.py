@@ -428,6 +428,9 @@ def _fn_specs() -> list[Spec]:
         fn("torch.any", torch.any, _in(lambda: B(4, 6)), aten="any"),
         fn("torch.isnan", torch.isnan, _in(p46), aten="isnan"),
         fn("torch.isfinite", torch.isfinite, _in(p46), aten="isfinite"),
+        *(fn(f"torch.{name}", getattr(torch, name), _in(p46), aten=name)
+          for name in ("isinf", "isposinf", "isneginf", "signbit", "isreal", "nonzero", "argwhere", "count_nonzero")),
+        fn("torch.isclose", torch.isclose, _in(p46, p46), aten="isclose"),
         fn("torch.zeros_like", torch.zeros_like, _in(p46), aten="zeros_like"),
         fn("torch.ones_like", torch.ones_like, _in(p46), aten="ones_like"),
         fn("torch.rand_like", torch.rand_like, _in(p46), aten="rand_like"),
@@ -649,6 +652,11 @@ def _method_specs() -> list[Spec]:
         meth("square", _in(p46)),
         meth("abs", _in(p46)),
         meth("all", _in(lambda: B(4, 6))),
+        # predicates and index finders: masks and indices that never require grad (`x[~x.isnan()]` indexes with a
+        # tensor, which copies)
+        *(meth(name, _in(p46)) for name in ("isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit",
+                                            "isreal", "nonzero", "argwhere", "count_nonzero")),
+        meth("isclose", _in(p46, p46)),
         meth("any", _in(lambda: B(4, 6))),
         meth("masked_fill", _in(p46, lambda: B(4, 6), 0.0)),
         meth("where", _in(p46, lambda: B(4, 6), p46)),
