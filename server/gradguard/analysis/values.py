@@ -210,7 +210,8 @@ class Seq(Val):
     A dict whose keys are all known strings (``dict(block=Bottleneck)``, the ``**kwargs`` a call bound, a display
     ``{"inplace": True}``) also has ``keys``, one per item: its entries are exactly those. Any other dict (a
     computed key, an entry written through an unknown key, a dict handed to code that may change it) has none, and
-    reads of it give the join of its values, as for a list."""
+    reads of it give the join of its values, as for a list. A keyed dict handed to code that may change it keeps
+    the keys it had as ``wkeys``: a key it never had reads as unknown (see read)."""
 
     __slots__ = ("_elem", "items", "kelem", "keys", "kind", "okeys", "wkeys")
 
