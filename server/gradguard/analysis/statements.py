@@ -1080,8 +1080,10 @@ def _grad_ctx_mode(e: ast.expr) -> bool | None:
     name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
     args = e.args if isinstance(e, ast.Call) else []
     flag = args[0] if args else None
-    if name in ("no_grad", "inference_mode"):
-        return not (isinstance(flag, ast.Constant) and flag.value is False)
+    if name == "no_grad":
+        return True
+    if name == "inference_mode":  # (inference_mode(False) leaves the grad mode as it was)
+        return None if isinstance(flag, ast.Constant) and flag.value is False else True
     if name == "enable_grad":
         return False
     if name == "set_grad_enabled" and isinstance(flag, ast.Constant) and isinstance(flag.value, bool):
