@@ -35,10 +35,12 @@ from gradguard.analysis.values import (
     Storage,
     T,
     Val,
+    boolish,
     choice,
     fresh,
     join_paths,
     next_id,
+    recorded,
 )
 
 
@@ -274,6 +276,11 @@ class Functions(Summaries):
         for v in vals[1:]:
             result = NONE if result is NONE and v is NONE else (v if result is NONE else result if v is NONE
                                                                  else join_paths(result, v))
+        silent = [rs.silent for _v, rs in cfr.returns] + ([end.silent] if end is not None else [])
+        if any(silent) and not all(silent) and all(boolish(v) for v in vals):
+            # `if not torch.is_grad_enabled(): return False` / `if x.requires_grad: return True`: while autograd
+            # records, what the paths that can run then return
+            result = recorded([v for v, quiet in zip(vals, silent) if not quiet])
         returned = [storages_of(v) for v, _h in paths]
         any_returned: set[Storage] = set().union(*returned)
         heap: Heap | None = None

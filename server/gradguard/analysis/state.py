@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gradguard.analysis.hazards import SaveRecord, Site
-from gradguard.analysis.values import Storage, T, UnknownT, Val, join_paths
+from gradguard.analysis.values import Storage, T, UnknownT, Val, boolish, join_paths, recorded
 
 _NO_TENSOR = T(frozenset())  # what an unknown value holds, for _split: nothing the analysis can write through
 
@@ -175,6 +175,11 @@ def join_states(a: State | None, b: State | None, own: bool = False) -> State | 
                 va = _split(va, _NO_TENSOR, a.heap, b.heap, memo, alt_saved, own)
             elif own and isinstance(vb, T) and isinstance(va, UnknownT):
                 vb = _split(vb, _NO_TENSOR, b.heap, a.heap, memo, alt_saved, own)
+            elif a.silent != b.silent and boolish(va) and boolish(vb):
+                # `recording = True` / `if not torch.is_grad_enabled(): recording = False`: while autograd records,
+                # the value of the arm that can run then
+                env[k] = recorded([vb if a.silent else va])
+                continue
             env[k] = join_paths(va, vb)
     heap = a.heap.join(b.heap)
     if alt_saved:

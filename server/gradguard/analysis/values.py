@@ -106,8 +106,8 @@ def written_key(d: str, k: str) -> str:
 class Cond(Const):
     """A boolean the code computes from the grad state: ``torch.is_grad_enabled()``, ``x.requires_grad``,
     ``self.training``, and ``and``/``or``/``not`` of them (``formula``: "grad", "rg", "training", "unk", a bool,
-    or ("and"|"or", a, b) / ("not", a)). Unknown as a value; a branch it guards may be one that cannot run while
-    autograd records (see ``recording_allows``)."""
+    or ("and"|"or", a, b) / ("not", a) / ("either", a, b), the value of one of two paths). Unknown as a value; a
+    branch it guards may be one that cannot run while autograd records (see ``recording_allows``)."""
 
     known: bool = False
     formula: Any = "unk"
@@ -132,6 +132,8 @@ def _outcomes(f: Any) -> frozenset[bool]:
         if f[0] == "not":
             return frozenset(not x for x in _outcomes(f[1]))
         a, b = _outcomes(f[1]), _outcomes(f[2])
+        if f[0] == "either":
+            return a | b
         if f[0] == "and":
             return frozenset(x and y for x in a for y in b)
         return frozenset(x or y for x in a for y in b)
@@ -144,6 +146,21 @@ def recording_allows(v: Val, outcome: bool) -> bool:
     if not isinstance(v, Cond):
         return True
     return outcome in _outcomes(v.formula)
+
+
+def recorded(live: list[Val]) -> Cond:
+    """A boolean whose other paths only run without autograd (`if not torch.is_grad_enabled(): return False`):
+    unknown as a value, and while autograd records, one of the ``live`` paths' values."""
+    f = formula_of(live[0])
+    for v in live[1:]:
+        g = formula_of(v)
+        f = f if g == f else ("either", f, g)
+    return Cond(formula=f)
+
+
+def boolish(v: Val) -> bool:
+    """A value a grad-state condition may be: a Cond, or a known bool."""
+    return isinstance(v, Cond) or (isinstance(v, Const) and v.known and isinstance(v.value, bool))
 
 
 # Provenance of a graph: (owner, stamp, carry) — owner is a module object or a leaf Storage whose parameters
@@ -609,6 +626,8 @@ def join(a: Val, b: Val) -> Val:
             el = s.elem if i == 0 else join(el, s.elem)
         return Seq(None, el, alts[0].kind)
     if isinstance(a, Const) and isinstance(b, Const):
+        if (isinstance(a, Cond) or isinstance(b, Cond)) and boolish(a) and boolish(b):
+            return recorded([a, b])  # `recording = False` then, under a test, `recording = x.requires_grad`
         return a if a.value == b.value and a.known and b.known and type(a.value) is type(b.value) else UNKNOWN_NUM
     if isinstance(a, Params) and isinstance(b, Params):
         return Params(a.owners | b.owners)
