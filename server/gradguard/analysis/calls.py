@@ -1001,6 +1001,12 @@ class Calls(AnalyzerCore):
                         extra=(("renorm", True),))
         if info.name == "Tensor.type" and len(pos) < 2 and "dtype" not in kw:
             return UNKNOWN_NUM  # `x.type()`: the type's name, a string
+        if info.name in _SAME_DTYPE_CASTS and info.name != "Tensor.type_as" and any(
+                isinstance(v, Ref) and v.qual in _INTEGER_DTYPES for v in (*pos[1:], kw.get("dtype"))):
+            # `h.to(torch.int64)`, `x.type(torch.LongTensor)`: an integer or bool copy, which cannot require grad
+            # (as `h.long()` is)
+            info = kb.get("Tensor.long") or info
+            bound = self.bind(info, pos[:1], {})
         if info.name in _DTYPE_CASTS and info.view_of:
             src = bound.get(info.view_of)
             if not (isinstance(src, T) and (src.origin in _FLOAT32_ORIGINS or (
@@ -1811,6 +1817,11 @@ def _to_device(n: ast.AST) -> bool:
         return _DEVICE_WORD.search(text) is not None
     return any(k.arg == "device" for k in n.keywords)
 _FLOAT32_DTYPES = frozenset({"torch.float32", "torch.float"})
+# dtypes (and legacy tensor types) whose tensors cannot require grad
+_INTEGER_DTYPES = frozenset(f"torch.{t}" for t in (
+    "long", "int64", "int", "int32", "short", "int16", "int8", "uint8", "uint16", "uint32", "uint64", "bool",
+    "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor",
+    "cuda.LongTensor", "cuda.IntTensor", "cuda.ShortTensor", "cuda.CharTensor", "cuda.ByteTensor", "cuda.BoolTensor"))
 # what makes a file's float tensors other than float32: reduced or double precision, autocast, a dtype chosen at
 # run time (`.to(dtype)`, `set_default_dtype`), Lightning's `precision=`, code that tests a dtype (`if x.dtype ==
 # torch.float32: x = x.clone() else: x = x.float()` expects others)
