@@ -33,6 +33,7 @@ from gradguard.analysis.values import (
     Choice,
     ClassInfo,
     ClassV,
+    Cond,
     Const,
     Func,
     FuncInfo,
@@ -48,6 +49,7 @@ from gradguard.analysis.values import (
     Val,
     copy_contents,
     next_id,
+    outcomes,
     owner_key,
 )
 
@@ -205,6 +207,8 @@ class Summaries(SharedSummaries):
             return ("T", v.rg, v.leaf, v.view, v.maybe_tensor, v.maybe_tuple, len(v.storages),
                     any(s in saved for s in v.storages), any(s.param_of is not None for s in v.storages),
                     bool(v.prov), v.alias_of, v.noncontig, v.cplx, v.f32, v.expanded is not None)
+        if isinstance(v, Cond):
+            return ("B", outcomes(v))  # (a flag that is False while autograd records is not any unknown flag)
         if isinstance(v, Const):
             val = v.value
             if isinstance(val, (int, float)) and not isinstance(val, bool):

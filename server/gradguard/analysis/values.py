@@ -140,6 +140,11 @@ def _outcomes(f: Any) -> frozenset[bool]:
     return frozenset({True, False})
 
 
+def outcomes(v: Cond) -> frozenset[bool]:
+    """What the condition ``v`` can be while autograd records."""
+    return _outcomes(v.formula)
+
+
 def recording_allows(v: Val, outcome: bool) -> bool:
     """Can the condition ``v`` come out ``outcome`` while autograd records? False: the branch it guards only runs
     without autograd (``if not x.requires_grad:``, ``if torch.is_grad_enabled(): ... else: <in place>``)."""
