@@ -116,6 +116,8 @@ class Functions(Summaries):
                 self.cut_at_depth()
             return UNKNOWN
         key = self.call_key(fi, pos, kw, st)
+        if key is not None and self.callee_grad_in(fi, pos, fr):
+            key = (*key, "grad_in")  # (an eval-mode forward whose inference branches autograd records: another run)
         if not self.affordable(fi) and not isinstance(self.summaries.get(key), Summary):
             self.unsummarised()
             return UNKNOWN
@@ -172,6 +174,18 @@ class Functions(Summaries):
                 self.entry_args = ()
         return self.summarised(key, pos, kw, st, lambda: self.inline(fi, pos, kw, st, fr),  # type: ignore[no-any-return]
                                place, fr.depth)
+
+    def callee_grad_in(self, fi: FuncInfo, pos: list[Val], fr: Frame) -> bool:
+        """Does autograd record the call even where the callee's own code says it runs for inference (an eval-mode
+        branch, see Statements.s_If)? When it is given an input that requires grad (an adversarial attack), or is
+        called by a function that differentiates (Grad-CAM's `score = model(img)...; score.backward()`); a module's
+        forward calling its parts passes on what it was given."""
+        if fr.func is not None and fr.func.cls is not None and self.module_like(fr.func.cls):
+            return fr.grad_in
+        if fr.func is not None and differentiates(fr.func.node):
+            return True
+        first = 1 if fi.cls is not None and pos and not fi.is_static else 0
+        return any(t.rg == YES and not t.maybe_tensor for v in pos[first:] for t in tensors_in(v))
 
     def affordable(self, fi: FuncInfo) -> bool:
         """Code of other modules is followed while the budget for it lasts (see common.FOREIGN_PER_FUNCTION)."""
@@ -239,11 +253,7 @@ class Functions(Summaries):
                        st.allow_mutation or self.am_only(fi), st.silent, st.inference or fi.inference, st.packed)
         opened = fi.inference and not st.inference
         cfr = Frame(fi, fr.depth + (0 if thin(node) else 1), self_obj)
-        if fr.func is not None and fr.func.cls is not None and self.module_like(fr.func.cls):
-            cfr.grad_in = fr.grad_in  # a module's forward calling its parts: what the outer call was given
-        else:
-            cfr.grad_in = any(t.rg == YES and not t.maybe_tensor
-                              for v in pos[1 if self_obj is not None else 0:] for t in tensors_in(v))
+        cfr.grad_in = self.callee_grad_in(fi, pos, fr)
         self.active.append(fi)
         self.active_objs.append(_first_module(_args(fi, pos)))
         saved_stmt, saved_mod = self.cur_stmt, self.mod
@@ -292,6 +302,26 @@ class Functions(Summaries):
         assert heap is not None
         st.heap = heap.with_saved(alt_saved) if alt_saved else heap
         return result
+
+
+def differentiates(node: ast.AST) -> bool:
+    """Does the function's own body (not the defs inside it) call `.backward()` or `torch.autograd.grad`?"""
+    got = getattr(node, "_gg_differentiates", None)
+    if got is None:
+        got = False
+        body = getattr(node, "body", ())
+        todo = list(body) if isinstance(body, list) else [body]  # (a lambda's body is one expression)
+        while todo and not got:
+            x = todo.pop()
+            if isinstance(x, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                continue
+            if isinstance(x, ast.Call) and isinstance(x.func, ast.Attribute) and (
+                    x.func.attr == "backward" or (x.func.attr == "grad" and isinstance(x.func.value, ast.Attribute)
+                                                  and x.func.value.attr == "autograd")):
+                got = True
+            todo.extend(ast.iter_child_nodes(x))
+        node._gg_differentiates = got  # type: ignore[attr-defined]
+    return bool(got)
 
 
 def _spread(pos: list[Val]) -> tuple[list[Val], Val | None]:
