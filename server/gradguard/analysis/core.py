@@ -92,6 +92,9 @@ class AnalyzerCore:
         self.mod = self.root  # the module whose code runs now (positions and text refer to it)
         self.loaded: dict[str, ModuleCtx] = {}  # other modules this analysis reached, by absolute path
         self.quiet = 0  # > 0 while other modules' top-level names are evaluated: no hazards, no inlining
+        # the grad mode around the outermost value evaluated only to feed a comparison, an index or `.item()`
+        # (see Expressions.ev_nograd): None outside one
+        self.fed_grad_off: bool | None = None
         # the entry before the one an nn.Sequential is running (its output is what this entry gets), by name
         self.seq_prev: str | None = None
         self.foreign_used = 0  # statements run in other modules' code (see Functions.affordable)

@@ -317,11 +317,16 @@ class Expressions(AnalyzerCore):
         """Evaluate what only feeds a comparison or an index: no gradient flows back through it, so what its ops
         save is never unpacked by backward."""
         flag = st.no_grad
+        outer = self.fed_grad_off is None
+        if outer:
+            self.fed_grad_off = flag
         st.no_grad = True
         try:
             return self.ev(node, st, fr)
         finally:
             st.no_grad = flag
+            if outer:
+                self.fed_grad_off = None
 
     def e_Compare(self, n: ast.Compare, st: State, fr: Frame) -> Val:
         folded = self._fold_compare(n, st, fr)

@@ -93,6 +93,21 @@ class Functions(Summaries):
 
     def _call_func(self, fi: FuncInfo, pos: list[Val], kw: dict[str, Val], st: State, fr: Frame,
                    n: ast.AST | None) -> Val:
+        fed = self.fed_grad_off
+        if fed is None or not st.no_grad or fed or not differentiates(fi.node):
+            return self._call_func_in(fi, pos, kw, st, fr, n)
+        # `total += train_step(x).item()`: only the number is kept, but the call runs as Python runs it, with the
+        # grad mode around the expression, and its own backward goes through what it builds
+        self.fed_grad_off = None
+        st.no_grad = False
+        try:
+            return self._call_func_in(fi, pos, kw, st, fr, n)
+        finally:
+            st.no_grad = True
+            self.fed_grad_off = fed
+
+    def _call_func_in(self, fi: FuncInfo, pos: list[Val], kw: dict[str, Val], st: State, fr: Frame,
+                      n: ast.AST | None) -> Val:
         self.effects += 1
         self.called_defs.add(fi.node)
         if self.script_calls is not None:
