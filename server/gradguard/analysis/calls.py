@@ -1226,7 +1226,8 @@ class Calls(AnalyzerCore):
         if mutated is not None:
             res: Val = mutated.with_(rg=max(mutated.rg, out_rg) if grad_on else mutated.rg, prov=mutated.prov | prov)
             if isinstance(receiver_node, ast.Name) and isinstance(cur := st.env.get(receiver_node.id), T) \
-                    and cur.storages == mutated.storages and (res.prov != cur.prov or res.rg != cur.rg):
+                    and isinstance(res, T) and cur.storages == mutated.storages \
+                    and (res.prov != cur.prov or res.rg != cur.rg):
                 # `x.add_(0.05 * grad_x)` as a statement: x now holds what it was computed with, graph included (a
                 # later backward through x goes through grad_x's graph)
                 st.env[receiver_node.id] = res.with_(rg=max(res.rg, cur.rg), prov=res.prov | cur.prov)

@@ -132,7 +132,7 @@ class Functions(Summaries):
             return UNKNOWN
         key = self.call_key(fi, pos, kw, st)
         if key is not None and self.callee_grad_in(fi, pos, fr):
-            key = (*key, "grad_in")  # (an eval-mode forward whose inference branches autograd records: another run)
+            key = (key, "grad_in")  # (an eval-mode forward whose inference branches autograd records: another run)
         if not self.affordable(fi) and not isinstance(self.summaries.get(key), Summary):
             self.unsummarised()
             return UNKNOWN
@@ -324,8 +324,9 @@ def differentiates(node: ast.AST) -> bool:
     got = getattr(node, "_gg_differentiates", None)
     if got is None:
         got = False
-        body = getattr(node, "body", ())
-        todo = list(body) if isinstance(body, list) else [body]  # (a lambda's body is one expression)
+        body = getattr(node, "body", None)
+        todo: list[ast.AST] = list(body) if isinstance(body, list) else [body] if isinstance(body, ast.AST) else []
+        # (a lambda's body is one expression)
         while todo and not got:
             x = todo.pop()
             if isinstance(x, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
