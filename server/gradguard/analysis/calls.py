@@ -374,6 +374,8 @@ class Calls(AnalyzerCore):
             inner = kw.get("model", pos[0] if pos else UNKNOWN)
             w.attrs["module"] = Cloner(-1).value(inner) if isinstance(inner, Obj) else inner  # (its own copy)
             return w
+        if qual in _GRAD_SCALERS:
+            return Obj("scaler", qual)  # AMP's loss scaler: `scaler.scale(loss).backward()`, `scaler.step(opt)`
         if qual.startswith("torch.optim.") and qual.rsplit(".", 1)[-1][:1].isupper() \
                 and ".lr_scheduler" not in qual:
             o = Obj("optimizer", qual)
@@ -1823,6 +1825,8 @@ def _to_device(n: ast.AST) -> bool:
         return _DEVICE_WORD.search(text) is not None
     return any(k.arg == "device" for k in n.keywords)
 _FLOAT32_DTYPES = frozenset({"torch.float32", "torch.float"})
+_GRAD_SCALERS = frozenset({"torch.amp.GradScaler", "torch.cuda.amp.GradScaler", "torch.cpu.amp.GradScaler",
+                           "torch.amp.grad_scaler.GradScaler"})
 # dtypes (and legacy tensor types) whose tensors cannot require grad
 _INTEGER_DTYPES = frozenset(f"torch.{t}" for t in (
     "long", "int64", "int", "int32", "short", "int16", "int8", "uint8", "uint16", "uint32", "uint64", "bool",

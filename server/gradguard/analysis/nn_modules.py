@@ -348,6 +348,17 @@ class NNModules(Summaries):
             if isinstance(inner, Obj):  # the average moves into the copy's parameters, in place
                 self.load_state(inner, {}, n, st)
             return NONE
+        if o.kind == "scaler":
+            # `scaler.scale(loss)`: the loss times the scale, the same graph; `scaler.step(opt)`: `opt.step()` (unless
+            # the gradients hold infs or NaNs); `unscale_`, `update`: the gradients and the scale, not the parameters
+            if name == "scale" and pos:
+                t = pos[0]
+                return t.with_(view=None, view_op="", leaf=False, alias_of=None, alias_site=None, view_site=None) \
+                    if isinstance(t, T) else t
+            if name == "step" and pos and isinstance(pos[0], Obj) and pos[0].kind == "optimizer":
+                self.optimizer_step(pos[0], n, st)
+                return UNKNOWN
+            return UNKNOWN if name == "step" else NONE if name in ("update", "unscale_") else UNKNOWN
         if o.kind == "optimizer":
             if name == "step":
                 self.optimizer_step(o, n, st)
