@@ -358,7 +358,7 @@ class NNModules(Summaries):
             if name == "step" and pos and isinstance(pos[0], Obj) and pos[0].kind == "optimizer":
                 self.optimizer_step(pos[0], n, st)
                 return UNKNOWN
-            return UNKNOWN if name == "step" else NONE if name in ("update", "unscale_") else UNKNOWN
+            return NONE if name in ("update", "unscale_") else UNKNOWN
         if o.kind == "optimizer":
             if name == "step":
                 self.optimizer_step(o, n, st)
