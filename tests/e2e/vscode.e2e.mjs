@@ -40,6 +40,12 @@ const CHROMIUM = process.env.GG_CHROMIUM ?? "/usr/bin/chromium";
 const T0 = Date.now();
 
 const log = (msg) => console.log(`[e2e ${((Date.now() - T0) / 1000).toFixed(1)}s] ${msg}`);
+// The step under way, named when a step throws: Playwright's errors end with a long call log that hides the step.
+let step = "start-up";
+const section = (name) => {
+  step = name;
+  log(`--- ${name}`);
+};
 let failures = 0;
 function check(cond, what, detail = "") {
   if (cond) {
@@ -229,6 +235,37 @@ async function squiggleOnLine(page, line, kind = "warning") {
   return null;
 }
 
+/**
+ * Clicks `locator` as a user would.  When the click does not land (under load VS Code can leave the element's centre
+ * covered, or scroll the page so that the centre is off the workbench), says what is at that point, then clicks near
+ * the element's top-left corner, then clicks there without the hit-target check: the checks after each click prove
+ * whether the click did what it should.
+ */
+async function click(locator, what) {
+  try {
+    await locator.click({ timeout: 10000 });
+    return;
+  } catch (e) {
+    const box = await locator.boundingBox().catch(() => null);
+    const centre = box ? [box.x + box.width / 2, box.y + box.height / 2] : null;
+    const at = centre
+      ? await locator
+          .page()
+          .evaluate(([x, y]) => {
+            const el = document.elementFromPoint(x, y);
+            return el ? `<${el.tagName.toLowerCase()} class="${el.className}">` : "nothing";
+          }, centre)
+          .catch(() => "?")
+      : "no box";
+    log(`click on ${what} did not land (${String(e?.message ?? e).split("\n")[0]}); box ${JSON.stringify(box)}, at its centre: ${at}`);
+  }
+  const corner = { position: { x: 5, y: 5 }, timeout: 10000 };
+  await locator.click(corner).catch(async (e) => {
+    log(`click near the top-left of ${what} did not land either (${String(e?.message ?? e).split("\n")[0]}): clicking without the hit-target check`);
+    await locator.click({ ...corner, force: true });
+  });
+}
+
 async function runCommand(page, title) {
   await page.keyboard.press("F1");
   const input = page.locator(".quick-input-widget input");
@@ -243,7 +280,7 @@ async function openFile(page, name) {
   // Give the workbench the keyboard (after a modal editor closed, nothing has focus).
   const lines = page.locator(".editor-group-container.active .monaco-editor .view-lines").first();
   if (await lines.isVisible().catch(() => false)) {
-    await lines.click({ position: { x: 5, y: 5 } });
+    await click(lines, "the active editor");
   }
   await page.keyboard.press("Control+P");
   const input = page.locator(".quick-input-widget input");
@@ -263,7 +300,7 @@ async function setUserSettings(page, settings, file) {
     await runCommand(page, "Preferences: Open User Settings (JSON)");
   }
   await editor.waitFor({ state: "visible", timeout: 15000 });
-  await editor.locator(".view-lines").click();
+  await click(editor.locator(".view-lines"), "the settings editor");
   await page.keyboard.press("Control+A");
   await page.keyboard.press("Delete");
   await page.keyboard.insertText(JSON.stringify(settings)); // one line: no auto-indent in between
@@ -275,14 +312,14 @@ async function setUserSettings(page, settings, file) {
     }
   };
   for (let attempt = 0; attempt < 3 && !saved(); attempt++) {
-    await editor.locator(".view-lines").click();
+    await click(editor.locator(".view-lines"), "the settings editor");
     await page.keyboard.press("Control+S");
     await waitFor(saved, 5000, "settings.json saved").catch(() => undefined);
   }
   // Close that editor (Code 1.139 shows it as a modal editor) so that the workbench has the keyboard again.
   const closeModal = page.locator('[aria-label^="Close Modal Editor"]').first();
   if (await closeModal.isVisible().catch(() => false)) {
-    await closeModal.click();
+    await click(closeModal, "Close Modal Editor");
   } else {
     await page.keyboard.press("Control+W");
   }
@@ -429,6 +466,7 @@ async function main() {
     log("workbench loaded");
 
     // ------------------------------------------------------------------ the model file: diagnostics
+    section("the model file: diagnostics");
     const modelPath = path.join(dirs.ws, "model.py");
     const labels = labelledHazards(modelPath);
     const cli = gradguardCheck(modelPath);
@@ -454,7 +492,8 @@ async function main() {
     check(otherKinds.length === 0, "no error/info squiggles elsewhere", JSON.stringify(otherKinds));
 
     // ------------------------------------------------------------------ Problems panel
-    await page.locator(".editor-group-container.active .monaco-editor .view-lines").first().click();
+    section("Problems panel");
+    await click(page.locator(".editor-group-container.active .monaco-editor .view-lines").first(), "the active editor");
     await showProblems(page);
     const problems = await waitFor(
       async () => {
@@ -472,6 +511,7 @@ async function main() {
     await page.keyboard.press("Control+Shift+M"); // toggle the panel away
 
     // ------------------------------------------------------------------ hover
+    section("hover");
     const gg101 = cli.find((f) => f.code === "GG101");
     const gg102 = cli.find((f) => f.code === "GG102");
     const saver101 = /output of (\w+)/.exec(gg101?.message ?? "")?.[1] ?? "exp";
@@ -497,6 +537,7 @@ async function main() {
     }
 
     // ------------------------------------------------------------------ quick-fix menu, apply the preferred fix
+    section("quick-fix menu, apply the preferred fix");
     const box102 = gg102 && (await squiggleOnLine(page, gg102.line));
     const preferred = gg102?.fixes.find((x) => x.preferred);
     if (check(Boolean(box102 && preferred), "found the GG102 squiggle and its preferred fix")) {
@@ -518,7 +559,7 @@ async function main() {
       check(!rawMenu.some((m) => m.includes("`")), "no backticks in the quick-fix titles", rawMenu.join(" | "));
       const idx = menu.indexOf(menuTitle("GG102", preferred));
       check(idx >= 0, "the preferred fix is in the menu", menu.join(" | "));
-      await rows.nth(Math.max(idx, 0)).click();
+      await click(rows.nth(Math.max(idx, 0)), "the preferred fix in the quick-fix menu");
       const gone = await waitFor(async () => !(await squiggleLines(page)).includes(gg102.line), 15000, "GG102 squiggle to go").catch(() => false);
       await shot("05-after-preferred-fix");
       check(gone, `applying "${preferred.title}" removes the GG102 squiggle`, JSON.stringify(await squiggleLines(page)));
@@ -528,6 +569,7 @@ async function main() {
     }
 
     // ------------------------------------------------------------------ Fix All, save, run with torch
+    section("Fix All, save, run with torch");
     check((await squiggleLines(page)).length > 0, "a squiggle is left for Fix All");
     await runCommand(page, "gradguard: Fix All");
     const clean = await waitFor(async () => (await squiggleLines(page)).length === 0, 15000, "no squiggles after Fix All").catch(() => false);
@@ -542,7 +584,8 @@ async function main() {
     fs.writeFileSync(path.join(ARTIFACTS, "model.fixed.py"), saved);
 
     // ------------------------------------------------------------------ status bar item opens the output
-    await page.locator('[aria-label="gradguard ready"]').first().click();
+    section("status bar item opens the output");
+    await click(page.locator('[aria-label="gradguard ready"]').first(), "the status bar item");
     const outputText = await waitFor(
       async () => {
         const t = await page.locator(".output-view, .panel .output").first().innerText().catch(() => "");
@@ -556,12 +599,13 @@ async function main() {
     check(squash(outputText).includes(squash(`bundled with the extension, run by ${BARE}`)), "the log says the bundled server runs with the user's interpreter (nothing installed into it)", outputText.slice(0, 1500));
 
     // ------------------------------------------------------------------ source.fixAll.gradguard on save
+    section("source.fixAll.gradguard on save");
     const onSavePath = path.join(dirs.ws, "on_save.py");
     const onSaveLines = [...labelledHazards(onSavePath).keys()];
     await openFile(page, "on_save.py");
     const before = await waitFor(async () => ((await squiggleLines(page)).length ? squiggleLines(page) : null), 20000, "on_save.py squiggles").catch(() => []);
     check(JSON.stringify(before) === JSON.stringify(onSaveLines), `on_save.py: squiggle on the hazard line ${onSaveLines}`, JSON.stringify(before));
-    await page.locator(".editor-group-container.active .monaco-editor .view-lines").first().click();
+    await click(page.locator(".editor-group-container.active .monaco-editor .view-lines").first(), "the active editor");
     await page.keyboard.press("Control+End");
     await page.keyboard.press("Enter");
     await page.keyboard.press("Control+S");
@@ -573,6 +617,7 @@ async function main() {
     check(onSaveRun.status === 0 && onSaveRun.stdout.includes("backward ok"), "the file fixed on save runs backward clean with torch", onSaveRun.stderr.slice(-400));
 
     // ------------------------------------------------------------------ Jupyter notebook
+    section("Jupyter notebook");
     const cellUrisOk = await serverHandlesVscodeCellUris(dirs.ws);
     if (!cellUrisOk) {
       log("SKIP notebook checks: the server does not publish diagnostics for VS Code's percent-encoded cell URIs");
@@ -607,6 +652,7 @@ async function main() {
     await page.keyboard.press("Control+Shift+M");
 
     // ------------------------------------------------------------------ Run File on a failing script
+    section("Run File on a failing script");
     // Run File runs the script with the user's interpreter: switch to one with torch (and still no gradguard).
     const userSettingsFile = path.join(dirs.user, "User/settings.json");
     await setUserSettings(page, { ...JSON.parse(fs.readFileSync(userSettingsFile, "utf8")), "gradguard.interpreter": TORCH_USER }, userSettingsFile);
@@ -619,7 +665,7 @@ async function main() {
     check((await button.count()) > 0, "the editor title has the Run File button");
     await shot("08-run-file-button");
     if (await button.count()) {
-      await button.click();
+      await click(button, "the Run File button");
     } else {
       await runCommand(page, "gradguard: Run File and Explain In-place Errors");
     }
@@ -649,7 +695,7 @@ async function main() {
     await shot("09a-run-file-notification");
     check(/gradguard: fail_run\.py failed with an in-place error: 1 culprit line marked in the editor/.test(norm(doneText)) && /Show Report/.test(doneText), "Run File ends with a notification saying what failed, with 'Show Report'", doneText);
     if (/Show Report/.test(doneText)) {
-      await doneToast.locator(".monaco-button", { hasText: "Show Report" }).first().click();
+      await click(doneToast.locator(".monaco-button", { hasText: "Show Report" }).first(), "Show Report");
       const report = await waitFor(
         async () => {
           const t = squash(await page.locator(".output-view, .panel .output").first().innerText().catch(() => ""));
@@ -668,6 +714,7 @@ async function main() {
     check(runSquiggles.includes(5), "scaling.py shows a squiggle on the in-place line 5", JSON.stringify(runSquiggles));
 
     // ------------------------------------------------------------------ restart keeps working
+    section("restart keeps working");
     await runCommand(page, "gradguard: Restart Server");
     await waitFor(async () => (await page.locator('[aria-label="gradguard ready"]').count()) === 0, 10000, "restart to begin").catch(() => undefined);
     const back = await waitFor(() => page.locator('[aria-label="gradguard ready"]').count(), 30000, "ready after restart").catch(() => 0);
@@ -675,6 +722,7 @@ async function main() {
     await shot("11-after-restart");
 
     // ------------------------------------------------------------------ settings apply without a reload
+    section("settings apply without a reload");
     const settings = JSON.parse(fs.readFileSync(userSettingsFile, "utf8"));
     // gradguard.severity goes to the running server (didChangeConfiguration): GG101 becomes an error.
     await setUserSettings(page, { ...settings, "gradguard.severity": { GG101: "error" } }, userSettingsFile);
@@ -719,6 +767,7 @@ async function main() {
     stopServer();
 
     // ------------------------------------------------------------------ an untrusted workspace (Restricted Mode)
+    section("an untrusted workspace (Restricted Mode)");
     // A second code-server with workspace trust on, a workspace whose .vscode/settings.json points
     // gradguard.interpreter at a program that must never run, whose root holds modules that would shadow the
     // server's own (a gradguard/ package, pygls/, json.py, typing_extensions.py, sitecustomize.py: each writes a
@@ -769,7 +818,7 @@ async function main() {
     const noTrust = page2.locator(".monaco-dialog-box .monaco-button", { hasText: /No, I don.t trust/ }).first();
     await noTrust.waitFor({ timeout: 30000 });
     await page2.screenshot({ path: path.join(ARTIFACTS, "13-trust-prompt.png") });
-    await noTrust.click();
+    await click(noTrust, "No, I do not trust");
     await page2.locator(".explorer-folders-view .monaco-list-row").first().waitFor({ timeout: 60000 });
     await openFile(page2, "model.py");
     const ready2 = await waitFor(() => page2.locator('[aria-label="gradguard ready"]').count(), 60000, "ready (untrusted)").catch(() => 0);
@@ -820,5 +869,8 @@ async function main() {
 
 main().catch((e) => {
   console.error(e);
+  const first = String(e?.message ?? e).split("\n")[0];
+  const where = String(e?.stack ?? "").split("\n").find((l) => l.includes("vscode.e2e.mjs")) ?? "";
+  console.error(`[e2e] the step "${step}" broke: ${first} ${where.trim()}`);
   process.exit(1);
 });
