@@ -65,6 +65,7 @@ from gradguard.analysis.values import (
     fresh,
 )
 from gradguard.project.context_scan import allow_mutation_only, no_grad_only
+from gradguard.project.grad_uses import ArgShape, passes
 
 _PRIVATE_NAME = re.compile(r"\b_\w+")
 
@@ -640,6 +641,14 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         self.context_deps.update(files)
         return bool(files)
 
+    def _witness_calls(self, fi: FuncInfo) -> frozenset[ArgShape] | None:
+        """How the workspace calls ``fi`` where it differentiates the result (see :meth:`differentiated`); None
+        when every parameter may be passed (a loss helper by its name, no such call known)."""
+        node = fi.node
+        if isinstance(node, ast.Lambda) or _loss_helper(fi) or self.project is None:
+            return None
+        return self.project.callers.differentiated_calls(node.name) or None
+
     def am_only(self, fi: FuncInfo) -> bool:
         """Only ever called inside ``allow_mutation_on_saved_tensors()``."""
         node = fi.node
@@ -725,14 +734,21 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         # so do free functions of a file with no graph in sight (no module, Function, backward, Parameter).
         if fi.cls is not None:
             param_rg = MAYBE if module_like or self.differentiated(fi) else NO
+            by_witness = not module_like
         else:
             param_rg = MAYBE if self.graph_file or self.differentiated(fi) else NO
-        for p in params + list(args.kwonlyargs):
+            by_witness = not self.graph_file
+        # Requiring grad because the workspace differentiates what the function returns: only the parameters those
+        # calls pass may (`scatter_logsumexp(src, index)` leaves `out=None` as it is)
+        witness = self._witness_calls(fi) if param_rg == MAYBE and by_witness else None
+        for i, p in enumerate(params + list(args.kwonlyargs)):
             # forward's required arguments are its tensors; an optional one (`scale=None`) may be anything
             # (unless the code unpacks it, `z1, z2 = z`: a list of tensors, as normalizing flows pass them)
             is_tensor = annotated_tensor(p.annotation) or (tensor_params and p.annotation is None
                                                             and p.arg not in defaults and p.arg not in unpacked(node))
-            rg = NO if INT_NAME.search(p.arg) else param_rg  # token ids, labels, masks, indices: integer tensors
+            unpassed = witness is not None and not passes(witness, i if i < len(params) else -1, p.arg)
+            # (token ids, labels, masks, indices: integer tensors)
+            rg = NO if INT_NAME.search(p.arg) or unpassed else param_rg
             d = defaults.get(p.arg)
             # A default is one possible value, not the only one: a caller may pass a tensor for `weight=None`,
             # `inplace=True` for `inplace=False`. Sizes and rates keep their default (they select no hazard).

@@ -32,7 +32,7 @@ from gradguard.project.context_scan import (
     opens_context,
     scan_contexts,
 )
-from gradguard.project.grad_uses import differentiated_names, mentions_sink
+from gradguard.project.grad_uses import ArgShape, differentiated_names, mentions_sink
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -53,7 +53,7 @@ class _Entry:
     def __init__(self, sf: SourceFile):
         self.sf = sf
         self.scan: ContextScan | None = None
-        self._sinks: set[str] | None = None
+        self._sinks: dict[str, frozenset[ArgShape]] | None = None
         self._words: frozenset[str] | None = None
         self._called: set[str] | None = None
         self._tops: set[str] | None = None
@@ -63,11 +63,11 @@ class _Entry:
         self.marked = any(m in sf.text for m in _MARKERS) and opens_context(sf.lines, NO_GRAD_BLOCK,
                                                                             NO_GRAD_DECORATOR, NO_GRAD_DEF)
 
-    def sinks(self) -> set[str]:
-        """The callee names whose results this file differentiates (:mod:`.grad_uses`)."""
+    def sinks(self) -> dict[str, frozenset[ArgShape]]:
+        """The callee names whose results this file differentiates, with how it calls them (:mod:`.grad_uses`)."""
         if self._sinks is None:
             tree = self.sf.peek_tree() if mentions_sink(self.sf.text) else None
-            self._sinks = differentiated_names(tree) if tree is not None else set()
+            self._sinks = differentiated_names(tree) if tree is not None else {}
         return self._sinks
 
     def uses(self, name: str) -> bool:
@@ -142,6 +142,7 @@ class CallerIndex:
         self._answers: dict[tuple[str, bool, str], bool] = {}
         self._witnesses: dict[tuple[str, bool, str], list[str]] = {}
         self._differentiated: dict[str, list[str]] = {}  # callee name -> the files that differentiate its results
+        self._differentiated_calls: dict[str, frozenset[ArgShape]] = {}  # callee name -> how those files call it
         self._outside: dict[tuple[str, str, bool], list[str]] = {}  # (name, asking file, top-level) -> a caller with grad
         # (name, asking file, top-level) -> the files passed over for defining a module-level `name` of their own
         self._siblings: dict[tuple[str, str, bool], list[str]] = {}
@@ -196,10 +197,12 @@ class CallerIndex:
         self._entries = entries
         if sinks_changed:
             diff: dict[str, list[str]] = {}
+            calls: dict[str, frozenset[ArgShape]] = {}
             for path, e in entries.items():
-                for name in e.sinks():
+                for name, shapes in e.sinks().items():
                     diff.setdefault(name, []).append(path)
-            self._differentiated = diff
+                    calls[name] = calls.get(name, frozenset()) | shapes
+            self._differentiated, self._differentiated_calls = diff, calls
         if changed:  # an edit that does not touch a file mentioning no_grad leaves the candidates as they were
             cands: set[str] = set()
             self._marked = set()
@@ -231,6 +234,12 @@ class CallerIndex:
         ``torch.autograd.grad`` (:mod:`.grad_uses`); empty when none does. They are the answer's witnesses."""
         self._refresh()
         return self._differentiated.get(name, [])
+
+    def differentiated_calls(self, name: str) -> frozenset[ArgShape]:
+        """How the calls of ``name`` whose results the workspace differentiates are made (their positional argument
+        counts and keywords, :func:`.grad_uses.arg_shape`); empty when none is."""
+        self._refresh()
+        return self._differentiated_calls.get(name, frozenset())
 
     def ng_only_of(self, path: str, lines: list[str]) -> set[int] | None:
         """The defs of ``path`` that only run under no_grad by its own text (no seeds, no vetoes), when the index

@@ -17,6 +17,12 @@ loop's later assignments reach its earlier uses), and follows names through assi
 
 Names, not objects: a function is differentiated when a call of a callee by its name (the last part of a dotted
 callee) reaches a sink somewhere in the workspace. Only files whose text mentions a sink are read.
+
+Each differentiated name comes with the shapes of those calls (how many positional arguments, which keywords):
+the parameters no such call passes keep what they are without the witness. torch_scatter's tests differentiate
+``scatter_logsumexp(src, index)``; its ``out=None`` is never passed there, so it is no tensor that requires grad.
+A name that reaches a sink without a call of it (``fn = f``), or a call that unpacks (``f(*args)``), passes
+anything (:data:`ANY_ARGS`).
 """
 
 from __future__ import annotations
@@ -27,6 +33,21 @@ from collections.abc import Iterator
 SINK_MARKERS = (".backward(", "autograd.grad(", "autograd.backward(", "manual_backward(")
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+ArgShape = tuple[int, frozenset[str]]  # a call's positional argument count and keyword names
+ANY_ARGS: ArgShape = (-1, frozenset())  # a call that may pass every parameter
+
+
+def arg_shape(call: ast.Call) -> ArgShape:
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return ANY_ARGS
+    return len(call.args), frozenset(k.arg for k in call.keywords if k.arg is not None)
+
+
+def passes(shapes: frozenset[ArgShape], index: int, name: str) -> bool:
+    """Does one of the calls ``shapes`` pass the parameter ``name``, the ``index``-th positional one (-1: keyword
+    only)?"""
+    return any(s == ANY_ARGS or 0 <= index < s[0] or name in s[1] for s in shapes)
 
 
 def mentions_sink(text: str) -> bool:
@@ -63,14 +84,17 @@ def _callee(e: ast.expr) -> str | None:
     return None
 
 
+Source = tuple[str, ArgShape]  # a callee name and how it was called
+
+
 class _Scope:
     def __init__(self, grad_names: frozenset[str]):
-        self.origins: dict[str, set[str]] = {}
+        self.origins: dict[str, set[Source]] = {}
         self.grad_names = grad_names  # names `grad` was imported as from torch.autograd
 
-    def sources(self, e: ast.expr) -> set[str]:
-        """The callees whose results ``e`` may hold or be computed from."""
-        out: set[str] = set()
+    def sources(self, e: ast.expr) -> set[Source]:
+        """The callees whose results ``e`` may hold or be computed from, with the shapes of their calls."""
+        out: set[Source] = set()
         stack: list[ast.AST] = [e]
         while stack:
             n = stack.pop()
@@ -79,7 +103,8 @@ class _Scope:
             if isinstance(n, ast.Call):
                 name = _callee(n.func)
                 if name is not None:
-                    out.add(name)
+                    out.add((name, arg_shape(n)))
+                    # (`fn = f; fn(x)`: `fn`'s origins are `f` as a name, with any arguments)
                     out |= self.origins.get(_dotted(n.func) or "", set())
             elif isinstance(n, (ast.Name, ast.Attribute)):
                 key = _dotted(n)
@@ -90,10 +115,10 @@ class _Scope:
 
     def bind(self, target: ast.expr, value: ast.expr) -> None:
         src = self.sources(value)
-        if isinstance(value, (ast.Name, ast.Attribute)):  # `fn = f`: calling `fn` calls `f`
+        if isinstance(value, (ast.Name, ast.Attribute)):  # `fn = f`: calling `fn` calls `f`, with any arguments
             name = _callee(value)
             if name is not None:
-                src.add(name)
+                src.add((name, ANY_ARGS))
         for t in _targets(target):
             key = _dotted(t)
             if key is not None:
@@ -125,11 +150,12 @@ def _targets(t: ast.expr) -> Iterator[ast.expr]:
         yield t
 
 
-def differentiated_names(tree: ast.Module) -> set[str]:
-    """The callee names in ``tree`` whose call results reach a sink (see the module docstring)."""
+def differentiated_names(tree: ast.Module) -> dict[str, frozenset[ArgShape]]:
+    """The callee names in ``tree`` whose call results reach a sink, each with the shapes of those calls (see the
+    module docstring)."""
     grad_names = frozenset(a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
                            and n.module == "torch.autograd" for a in n.names if a.name == "grad")
-    out: set[str] = set()
+    out: dict[str, set[ArgShape]] = {}
     scopes: list[ast.AST] = [tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef,
                                                                                ast.AsyncFunctionDef)))]
     for scope in scopes:
@@ -147,5 +173,6 @@ def differentiated_names(tree: ast.Module) -> set[str]:
         for n in nodes:
             if isinstance(n, ast.Call):
                 for e in sc.sink_operands(n):
-                    out |= sc.sources(e)
-    return out
+                    for name, shape in sc.sources(e):
+                        out.setdefault(name, set()).add(shape)
+    return {name: frozenset(shapes) for name, shapes in out.items()}
