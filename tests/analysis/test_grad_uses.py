@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from gradguard.api import check_text
 from gradguard.project import Project, SearchPath
-from gradguard.project.grad_uses import differentiated_names, mentions_sink
+from gradguard.project.grad_uses import ANY_ARGS, differentiated_names, mentions_sink, passes
 
 
 def names(src: str) -> set[str]:
-    return differentiated_names(ast.parse(textwrap.dedent(src)))
+    return set(differentiated_names(ast.parse(textwrap.dedent(src))))
 
 
 @pytest.mark.parametrize(("src", "expected"), [
@@ -48,6 +48,22 @@ def test_what_reaches_a_sink(src: str, expected: set[str]) -> None:
 ])
 def test_what_does_not(src: str) -> None:
     assert names(src) == set()
+
+
+def test_how_the_differentiated_calls_pass_arguments() -> None:
+    got = differentiated_names(ast.parse(textwrap.dedent("""
+        a = lse(src, index)
+        b = lse(src, index, 3, out=buf)
+        c = other(*xs)
+        fn = energy
+        (a + b + c + fn(x)).backward()
+    """)))
+    assert got["lse"] == {(2, frozenset()), (3, frozenset({"out"}))}
+    assert got["other"] == {ANY_ARGS}  # unpacked: any parameter may be passed
+    assert got["energy"] == {ANY_ARGS}  # called under another name
+    assert passes(got["lse"], 1, "index") and passes(got["lse"], 2, "size") and passes(got["lse"], -1, "out")
+    assert not passes(frozenset({(2, frozenset())}), 3, "out")
+    assert passes(got["other"], 7, "anything")
 
 
 def test_mentions_sink() -> None:
