@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import itertools
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -162,6 +163,62 @@ def _loss_helper(fi: FuncInfo) -> bool:
 # methods torch (or Lightning, or the autograd engine) calls itself: they run alone whoever else calls them
 _TORCH_CALLED = frozenset({"forward", "backward", "setup_context", "jvp", "vjp", "training_step", "validation_step",
                            "test_step", "predict_step", "step", "closure", "extra_repr"})
+
+
+def _passed_through(helpers: list[FuncInfo], lines: list[str], functions: list[FuncInfo]) -> set[ast.AST]:
+    """The free functions of ``helpers`` that the file only calls as a whole statement, ``return helper(...)`` or
+    ``helper(...)`` (no other mention outside their own text): torchopt's ``scale_by_rms(...)`` is
+    ``return _scale_by_rms(...)``. A caller run alone does not follow such a call (its result leaves the caller
+    untouched, see ``Calls._unobserved``), so the helper must run alone itself, or its body (and the closures it
+    returns) would be analysed nowhere."""
+    free = {fi.node.name: fi.node for fi in helpers if fi.cls is None and not isinstance(fi.node, ast.Lambda)}
+    if not free:
+        return set()
+    alt = "|".join(sorted(map(re.escape, free)))
+    mention = re.compile(rf"(?<![\w.])({alt})\b")
+    statement = re.compile(rf"^[ \t]*(?:return[ \t]+)?({alt})[ \t]*\(", re.M)
+
+    def counts(text: str) -> tuple[Counter[str], Counter[str]]:
+        return Counter(mention.findall(text)), Counter(statement.findall(text))
+
+    text = "\n".join(lines)
+    mentions, statements = counts(text)
+    # a call that is not its statement's whole value (`helper(x).sum().backward()`, `helper(x) + 1`), or one outside
+    # the file's functions (the module's own script, `if __name__ == "__main__": main()`, follows every call it
+    # makes), is a use: not passed through
+    spans = sorted((fi.node.lineno, getattr(fi.node, "end_lineno", None) or fi.node.lineno) for fi in functions
+                   if not isinstance(fi.node, ast.Lambda))
+    starts = [a for a, _b in spans]
+    offsets = list(itertools.accumulate((len(ln) + 1 for ln in lines), initial=0))
+    for m in statement.finditer(text):
+        line = bisect.bisect_right(offsets, m.start())
+        i = bisect.bisect_right(starts, line) - 1
+        if i < 0 or spans[i][1] < line or not _call_ends_statement(text, m.end() - 1):
+            statements[m.group(1)] -= 1
+    out: set[ast.AST] = set()
+    for name, node in free.items():
+        start = min([node.lineno, *(d.lineno for d in node.decorator_list)])  # type: ignore[union-attr]
+        own_m, own_s = counts("\n".join(lines[start - 1:getattr(node, "end_lineno", None) or node.lineno]))
+        outside = mentions[name] - own_m[name]
+        if outside and outside == statements[name] - own_s[name]:
+            out.add(node)
+    return out
+
+
+def _call_ends_statement(text: str, open_at: int) -> bool:
+    """Does the call whose ``(`` is at ``open_at`` end its line's statement (only a comment after its ``)``)?"""
+    depth = 0
+    for i in range(open_at, len(text)):
+        c = text[i]
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+            if depth == 0:
+                end = text.find("\n", i)
+                rest = text[i + 1:end if end >= 0 else len(text)].strip()
+                return not rest or rest.startswith("#")
+    return False
 
 
 def _private_helper(fi: FuncInfo, refs: Counter[str], lines: list[str]) -> bool:
@@ -374,13 +431,18 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         refs = _references(self.lines)
         calls = _calls(self.lines)
         in_class: dict[int, Counter[str]] = {}
+        helpers = [fi for fi in self.functions if _private_helper(fi, refs, self.lines) or (
+            _called_helper(fi, calls, self.lines, in_class) and not _loss_helper(fi)
+            and (fi.node.lineno not in self._file_ng_only() or not self._called_elsewhere(fi)))]
+        # (a loss helper's arguments are what gets differentiated, whoever calls it; a function another file calls
+        # with grad on is that file's to give contexts to, and this file's to report in: it runs alone too, unless
+        # this file also calls it with grad on, which gives it that context here)
+        skip = {id(fi) for fi in helpers} if helpers else set()
+        if helpers:
+            through = _passed_through(helpers, self.lines, self.functions)
+            skip = {id(fi) for fi in helpers if fi.node not in through}
         for fi in list(self.functions):
-            if _private_helper(fi, refs, self.lines) or (
-                    _called_helper(fi, calls, self.lines, in_class) and not _loss_helper(fi)
-                    and (fi.node.lineno not in self._file_ng_only() or not self._called_elsewhere(fi))):
-                # (a loss helper's arguments are what gets differentiated, whoever calls it; a function another
-                # file calls with grad on is that file's to give contexts to, and this file's to report in: it runs
-                # alone too, unless this file also calls it with grad on, which gives it that context here)
+            if id(fi) in skip:
                 continue
             if self._run_by_script(fi, script_calls):
                 continue
