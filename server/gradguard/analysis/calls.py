@@ -265,6 +265,37 @@ class Calls(AnalyzerCore):
         call = n if isinstance(n, ast.Call) else ast.Call(func=ast.Name("hook"), args=[], keywords=[])
         self.call(hook, [T(frozenset({s}), rg=NO, origin="pack hook input")], {}, call, st.branch(), fr)
 
+    def record_class(self, pos: list[Val], kw: dict[str, Val], n: ast.Call) -> ClassV | None:
+        """``namedtuple("LIFState", ["z", "v", "i"])`` (or ``"z v i"``, ``"z, v, i"``), ``NamedTuple("P", [("x",
+        Tensor)])``: a class whose constructor sets those fields, as a ``typing.NamedTuple`` subclass's does (a state
+        carried across iterations keeps the tensors it is given). None when the field names are not known."""
+        name = known_str(pos[0]) if pos else None
+        given = pos[1] if len(pos) > 1 else kw.get("field_names", kw.get("fields"))
+        names: list[str] | None = None
+        if isinstance(given, Const) and isinstance(given.value, str):
+            names = given.value.replace(",", " ").split()
+        elif isinstance(given, Seq) and given.items is not None:
+            names = []
+            for it in given.items:
+                if isinstance(it, Seq) and it.items:  # typing.NamedTuple's (name, type) pairs
+                    it = it.items[0]
+                f = known_str(it)
+                if f is None:
+                    return None
+                names.append(f)
+        if name is None or not names or not all(f.isidentifier() for f in names):
+            return None
+        defaults: list[Val] = []
+        d = kw.get("defaults")
+        if isinstance(d, Seq) and d.items is not None and len(d.items) <= len(names):
+            defaults = list(d.items)  # (the last fields')
+        first_default = len(names) - len(defaults)
+        node = ast.copy_location(ast.ClassDef(name=name, bases=[], keywords=[], body=[ast.Pass()], decorator_list=[],
+                                              type_params=[]), n)
+        ci = ClassInfo(node, name, fields=[(f, defaults[i - first_default] if i >= first_default else None)
+                                           for i, f in enumerate(names)])
+        return ClassV(ci)
+
     def _unobserved(self, n: ast.Call, pos: list[Val], kw: dict[str, Val], st: State, fr: Frame) -> bool:
         """A call, in a function analysed on its own, that cannot matter to any hazard this analysis can find:
         its result is returned or dropped (``model = build(...); return model``), so whatever graph it builds is
@@ -376,6 +407,8 @@ class Calls(AnalyzerCore):
             return w
         if qual in _GRAD_SCALERS:
             return Obj("scaler", qual)  # AMP's loss scaler: `scaler.scale(loss).backward()`, `scaler.step(opt)`
+        if qual in ("collections.namedtuple", "typing.NamedTuple") and (made := self.record_class(pos, kw, n)):
+            return made
         if qual.startswith("torch.optim.") and qual.rsplit(".", 1)[-1][:1].isupper() \
                 and ".lr_scheduler" not in qual:
             o = Obj("optimizer", qual)

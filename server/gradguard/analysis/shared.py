@@ -637,3 +637,7 @@ def _prov_walk(v: Val, depth: int, out: set[Any]) -> None:
     elif isinstance(v, Alt) and depth < 2:  # a list built differently on two paths
         for x in v.alts[:8]:
             _prov_walk(x, depth, out)
+    elif isinstance(v, Obj) and depth < 2 and v.kind == "local" and v.info is not None \
+            and v.info.record_fields() is not None:  # a namedtuple or dataclass of tensors (`LIFState(z, v, i)`)
+        for x in list(v.attrs.values())[:16]:
+            _prov_walk(x, depth + 1, out)

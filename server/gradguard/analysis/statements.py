@@ -43,6 +43,7 @@ from gradguard.analysis.values import (
     UNKNOWN_NUM,
     YES,
     Alt,
+    Choice,
     ClassInfo,
     ClassV,
     Const,
@@ -217,6 +218,15 @@ class Statements(AnalyzerCore):
                     and isinstance(stmt, ast.Assign):
                 carry: tuple[Site, str, Site, object] = (self.site(stmt), t.id, self.site(stmt.value), fr.loops[-1].node)
                 v = v.with_(prov=frozenset((o, s, c or carry) for (o, s, c) in v.prov))
+            elif isinstance(v, Obj) and v.kind == "local" and v.info is not None and fr.loops \
+                    and t.id in fr.loops[-1].carried and isinstance(stmt, ast.Assign) \
+                    and v.info.record_fields() is not None:
+                # a record of tensors carried over (`state = LIFState(z, v, i)`, a namedtuple or dataclass): each
+                # of its tensors carries the previous iteration's graph as a carried tensor does
+                carry = (self.site(stmt), t.id, self.site(stmt.value), fr.loops[-1].node)
+                for k, a in list(v.attrs.items()):
+                    if isinstance(a, T) and a.prov:
+                        v.attrs[k] = a.with_(prov=frozenset((o, s, c or carry) for (o, s, c) in a.prov))
             if isinstance(v, T) and isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name) \
                     and fr.func is not None:
                 v = v.with_(alias_of=stmt.value.id, alias_site=self.site(stmt.value))
@@ -554,6 +564,13 @@ class Statements(AnalyzerCore):
         split: FlagKey | None = getattr(s, "_gg_split", None)
         no_grad, silent = st.no_grad, st.silent
         body_st = st.branch()
+        none_test = _none_test(s.test)
+        if none_test is not None and isinstance(st.env.get(none_test[0]), (Obj, Choice)):
+            # `if state is not None:` on an object that may be None (`state = None` before a loop that makes it):
+            # the arm where the test says None has None, not the object (a record of tensors kept from an
+            # earlier iteration would otherwise join the one the other arm made)
+            name, is_none = none_test
+            (body_st if is_none else st).env[name] = NONE
         if not recording_allows(test, True) or _eval_only(s.test):
             # `if not x.requires_grad:`: this branch only runs without autograd, and nothing there breaks it (nor
             # does `if not self.training and self.prefilter:` with the prefilter flag not known)
@@ -1150,6 +1167,15 @@ def _restore(o: Obj, table: str, name: str, old: Val | None) -> None:
         getattr(o, table).pop(name, None)
     else:
         getattr(o, table)[name] = old
+
+
+def _none_test(test: ast.expr) -> tuple[str, bool] | None:
+    """``name is None`` (name, True) or ``name is not None`` (name, False)."""
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Name) \
+            and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None \
+            and isinstance(test.ops[0], (ast.Is, ast.IsNot)):
+        return test.left.id, isinstance(test.ops[0], ast.Is)
+    return None
 
 
 def _is_record(s: ast.ClassDef, ci: ClassInfo) -> bool:

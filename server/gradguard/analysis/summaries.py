@@ -398,7 +398,25 @@ class Summaries(SharedSummaries):
             st.heap.steps = (*st.heap.steps, *(
                 replace(c.step(e, self.stamp, entry), calls=here if entry is not None else here + e.calls)
                 for e in s.steps for entry in (self.entry if (e.inner or e.site).path else None,)))
-        return self._with_prov(c.value(s.result), s, cur, 0)
+        out = self._with_prov(c.value(s.result), s, cur, 0)
+        if cur:
+            self._record_prov(s.result, out, s, cur, 0)
+        return out
+
+    def _record_prov(self, recorded: Val, now: Val, s: Summary, prov: frozenset[Any], depth: int) -> None:
+        """A returned record's tensors (`return z, LIFState(z, v, i)`, a namedtuple or dataclass of tensors) that
+        have a graph carry the replayed arguments' provenance, as a returned tensor does (a state carried across
+        iterations keeps the graph it came from)."""
+        if isinstance(recorded, Seq) and isinstance(now, Seq) and depth < 4 and recorded.items is not None \
+                and now.items is not None and len(recorded.items) == len(now.items):
+            for a, b in zip(recorded.items, now.items):
+                self._record_prov(a, b, s, prov, depth + 1)
+        elif isinstance(recorded, Obj) and isinstance(now, Obj) and now is not recorded and now.kind == "local" \
+                and now.info is not None and now.info.record_fields() is not None:
+            for k, a in recorded.attrs.items():
+                b = now.attrs.get(k)
+                if isinstance(a, T) and isinstance(b, T) and a.prov:  # (as a returned tensor with a graph, below)
+                    now.attrs[k] = b.with_(prov=b.prov | prov)
 
     def _with_prov(self, v: Val, s: Summary, prov: frozenset[Any], depth: int) -> Val:
         """The result's provenance: the replayed arguments' instead of the recorded ones', and the callee's own

@@ -547,6 +547,8 @@ def choice(vals: list[Val]) -> Val:
             and len({(id(x.info) if x.info is not None else x.qual) if isinstance(x, Obj) else id(x)
                      for x in alts}) > 1:
         return Choice(tuple(alts))
+    if (rec := join_records(alts)) is not None:
+        return rec
     if all(_instances(x) is not None for x in alts):
         return alts[0]  # instances of one class (or too many classes): the first, as a join always did
     out = alts[0]
@@ -636,6 +638,8 @@ def join(a: Val, b: Val) -> Val:
         return a if a.value == b.value and a.known and b.known and type(a.value) is type(b.value) else UNKNOWN_NUM
     if isinstance(a, Params) and isinstance(b, Params):
         return Params(a.owners | b.owners)
+    if (rec := join_records([a, b])) is not None:
+        return rec
     if isinstance(a, (Obj, Choice)) or isinstance(b, (Obj, Choice)):
         keep, other = (a, b) if isinstance(a, (Obj, Choice)) else (b, a)
         if not isinstance(other, (Obj, Choice)):
@@ -649,6 +653,25 @@ def join(a: Val, b: Val) -> Val:
     if b is UNKNOWN:
         return a
     return a
+
+
+def join_records(vals: list[Val]) -> Obj | None:
+    """Records of one class (namedtuple, dataclass, NamedTuple) that two paths made: one record whose fields are
+    either path's (`state = LIFState(z, v, i)` in a loop: after it, the state of the entry or of an iteration, whose
+    tensors carry that iteration's graph). None unless every value is such a record of one class."""
+    first = vals[0] if vals else None
+    if not isinstance(first, Obj) or first.kind != "local" or first.info is None \
+            or first.info.record_fields() is None or len(vals) < 2:
+        return None
+    if not all(isinstance(v, Obj) and v.kind == "local" and v.info is first.info for v in vals[1:]):
+        return None
+    objs = [v for v in vals if isinstance(v, Obj)]
+    out = Obj("local", first.qual, first.info)
+    out.ctor, out.training, out.maybe_none = first.ctor, first.training, any(o.maybe_none for o in objs)
+    for o in objs:
+        for k, v in o.attrs.items():
+            out.attrs[k] = join(out.attrs[k], v) if k in out.attrs else v
+    return out
 
 
 def join_paths(a: Val, b: Val) -> Val:
