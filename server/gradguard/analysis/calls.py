@@ -1132,6 +1132,12 @@ class Calls(AnalyzerCore):
                             bound[a] = given
                         continue
                     bound[a] = self.module_param(module, a[5:], st, forward=True)
+                    own = module.cfg.get(f"_parametrization.{a[5:]}")
+                    original = module.cfg.get(f"_parametrization_original.{a[5:]}")
+                    if isinstance(own, Obj) and isinstance(original, T) and isinstance(n, ast.Call):
+                        got = self.call_obj(own, [original], {}, n, st, fr, in_seq=None)
+                        if isinstance(got, T):
+                            bound[a] = got
         rgmap: dict[str, bool] = {}
         prov: frozenset[Any] = frozenset()
         only_maybe = False
@@ -1379,6 +1385,13 @@ class Calls(AnalyzerCore):
             originals = {"original": original}
             if not new_style:
                 self.set_param(o, f"{name}_orig", original)
+            p = pos[2] if len(pos) > 2 else kw.get("parametrization")
+            if kind == "parametrization" and isinstance(p, Obj) and p.kind == "local" and p.info is not None \
+                    and p.info.find_method("forward") is not None:
+                # the code's own parametrization module: each read of `m.weight` runs its forward on the original
+                # (a power iteration that updates its buffers in place, then divides by what they give)
+                o.cfg[f"_parametrization.{name}"] = p
+                o.cfg[f"_parametrization_original.{name}"] = original
         o.cfg[f"_parametrized.{name}"] = Const(kind)
         if not new_style:
             o.cfg[f"_parametrized_by_hook.{name}"] = Const(True)
