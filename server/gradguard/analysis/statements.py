@@ -369,6 +369,11 @@ class Statements(AnalyzerCore):
                                                                   self.site(vnode), "attribute")
                         prov = frozenset((o, s_, c or wcarry) for (o, s_, c) in prov)
                     self._rebind(t.value, base.with_(rg=max(base.rg, v.rg), prov=base.prov | prov), st, fr)
+            elif isinstance(base, Obj) and base.kind == "local" and base.info is not None \
+                    and (setitem := base.info.find_method("__setitem__")) is not None:
+                # `self[good] = data[good]` on an instance whose class defines __setitem__ (a variable wrapping a
+                # tensor, `self.tensor[item] = value`): Python calls it
+                self.call_func(setitem, [base, key, v], {}, st, fr, _dunder_call(t, "__setitem__", stmt))
             elif isinstance(base, (Seq, Alt)) and isinstance(t.value, (ast.Name, ast.Attribute)) and (
                     replaced := _with_item(base, key, v)) is not None:
                 # `rep[0] = nn.ReLU(inplace=False)`: that item is now the new one; `self.topology[j] = parent` too
@@ -1167,6 +1172,20 @@ def _restore(o: Obj, table: str, name: str, old: Val | None) -> None:
         getattr(o, table).pop(name, None)
     else:
         getattr(o, table)[name] = old
+
+
+def _dunder_call(t: ast.Subscript, name: str, stmt: ast.stmt) -> ast.Call:
+    """The call Python makes for ``t`` (``x[i] = v`` is ``x.__setitem__(i, v)``), made once per target and kept on
+    it: the call node is where the callee's findings and summaries are keyed."""
+    made: ast.Call | None = getattr(t, "_gg_dunder", None)
+    if made is None:
+        value = getattr(stmt, "value", None)
+        made = ast.Call(func=ast.Attribute(value=t.value, attr=name, ctx=ast.Load()),
+                        args=[t.slice, *([value] if isinstance(value, ast.expr) else [])], keywords=[])
+        ast.copy_location(made, t)
+        ast.copy_location(made.func, t)
+        t._gg_dunder = made  # type: ignore[attr-defined]  # cached on the tree it belongs to
+    return made
 
 
 def _none_test(test: ast.expr) -> tuple[str, bool] | None:
