@@ -181,7 +181,7 @@ class Calls(AnalyzerCore):
             return self.call_ref(self.canon(fv.qual), fv.qual, pos, kw, n, st, fr)
         if isinstance(fv, Method):
             return self.call_method(fv, pos, kw, n, st, fr)
-        if isinstance(fv, (Func, ClassV)) and self._unobserved(n, pos, kw, st, fr):
+        if isinstance(fv, (Func, ClassV)) and self._unobserved(n, pos, kw, st, fr) and not self._follow_once(fv):
             return UNKNOWN
         if isinstance(fv, Func):
             before = self.effects
@@ -295,6 +295,17 @@ class Calls(AnalyzerCore):
         ci = ClassInfo(node, name, fields=[(f, defaults[i - first_default] if i >= first_default else None)
                                            for i, f in enumerate(names)])
         return ClassV(ci)
+
+    def _follow_once(self, fv: Val) -> bool:
+        """A helper of this file that it only calls as ``return helper(...)`` (which no caller run alone follows,
+        see below) is followed at the first such call: its body and the closures it returns are analysed there, in
+        that caller's context (kornia's ``_bilateral_blur_taps(..., in_place, ...)`` is given its flag by callers
+        that set it from the grad mode; alone, with a made-up flag, it would see contexts that never happen)."""
+        if not isinstance(fv, Func) or fv.info.node not in self.pass_through \
+                or fv.info.node in self.followed_through:
+            return False
+        self.followed_through.add(fv.info.node)
+        return True
 
     def _unobserved(self, n: ast.Call, pos: list[Val], kw: dict[str, Val], st: State, fr: Frame) -> bool:
         """A call, in a function analysed on its own, that cannot matter to any hazard this analysis can find:

@@ -136,6 +136,10 @@ class AnalyzerCore:
         # called escapes (returned, passed to a library's `tree_map`, registered as a hook) and runs on its own
         self.nested_defs: list[FuncInfo] = []  # (not yet looked at, in the order they were made)
         self.nested_seen: set[ast.AST] = set()
+        # helpers the file only calls as `return helper(...)` (see interp._passed_through), and those of them a
+        # caller run alone has followed once
+        self.pass_through: set[ast.AST] = set()
+        self.followed_through: set[ast.AST] = set()
         self.called_defs: set[ast.AST] = set()
         # while the module's own code runs (a script): the defs it called, each with whether every call gave it
         # arguments the analysis knows (tensors it made, not values of unknown origin): see Interp.run

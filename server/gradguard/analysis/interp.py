@@ -169,8 +169,8 @@ def _passed_through(helpers: list[FuncInfo], lines: list[str], functions: list[F
     """The free functions of ``helpers`` that the file only calls as a whole statement, ``return helper(...)`` or
     ``helper(...)`` (no other mention outside their own text): torchopt's ``scale_by_rms(...)`` is
     ``return _scale_by_rms(...)``. A caller run alone does not follow such a call (its result leaves the caller
-    untouched, see ``Calls._unobserved``), so the helper must run alone itself, or its body (and the closures it
-    returns) would be analysed nowhere."""
+    untouched, see ``Calls._unobserved``), and a helper does not run alone (its callers give it its contexts), so
+    its body (and the closures it returns) would be analysed nowhere: the first such call is followed."""
     free = {fi.node.name: fi.node for fi in helpers if fi.cls is None and not isinstance(fi.node, ast.Lambda)}
     if not free:
         return set()
@@ -437,10 +437,10 @@ class Analyzer(Statements, Imports, Expressions, Calls, NNModules, Functions, Tr
         # (a loss helper's arguments are what gets differentiated, whoever calls it; a function another file calls
         # with grad on is that file's to give contexts to, and this file's to report in: it runs alone too, unless
         # this file also calls it with grad on, which gives it that context here)
-        skip = {id(fi) for fi in helpers} if helpers else set()
+        skip = {id(fi) for fi in helpers}
         if helpers:
-            through = _passed_through(helpers, self.lines, self.functions)
-            skip = {id(fi) for fi in helpers if fi.node not in through}
+            # (helpers whose every call a caller run alone does not follow: the first such call is followed)
+            self.pass_through = _passed_through(helpers, self.lines, self.functions)
         for fi in list(self.functions):
             if id(fi) in skip:
                 continue
