@@ -1,6 +1,6 @@
 """Records of tensors (``collections.namedtuple``, ``typing.NamedTuple``, dataclasses) carried across iterations.
 
-The label of the shape is proven by running it: tests/fixtures/gg202/pos_namedtuple_state_carried_over_step.py
+The label of the shape is proven by running it: tests/fixtures/gg201/pos_namedtuple_state_carried_over_step.py
 (error) and neg_namedtuple_state_detached_between_chunks.py (clean). Here: every spelling of the record class that
 Python accepts makes the same class, so the finding stays where it is.
 """
@@ -13,8 +13,8 @@ import pytest
 from gradguard.api import check_source
 
 ROOT = Path(__file__).resolve().parents[2]
-POS = ROOT / "tests" / "fixtures" / "gg202" / "pos_namedtuple_state_carried_over_step.py"
-NEG = ROOT / "tests" / "fixtures" / "gg202" / "neg_namedtuple_state_detached_between_chunks.py"
+POS = ROOT / "tests" / "fixtures" / "gg201" / "pos_namedtuple_state_carried_over_step.py"
+NEG = ROOT / "tests" / "fixtures" / "gg201" / "neg_namedtuple_state_detached_between_chunks.py"
 DEFINITION = 'CellState = namedtuple("CellState", ["z", "v"])\n'
 
 
@@ -39,7 +39,7 @@ def test_every_spelling_of_the_record_carries_the_graph(definition: str) -> None
     assert DEFINITION in text
     text = text.replace("import torch\n", "import dataclasses\nimport typing\n\nimport torch\n", 1)
     text = text.replace(DEFINITION, definition)
-    assert findings(text) == {(step_line(text), "GG202")}
+    assert findings(text) == {(step_line(text), "GG201")}
 
 
 def test_the_state_detached_between_chunks_is_clean() -> None:

@@ -293,7 +293,7 @@ class Calls(AnalyzerCore):
         node = ast.copy_location(ast.ClassDef(name=name, bases=[], keywords=[], body=[ast.Pass()], decorator_list=[],
                                               type_params=[]), n)
         ci = ClassInfo(node, name, fields=[(f, defaults[i - first_default] if i >= first_default else None)
-                                           for i, f in enumerate(names)])
+                                           for i, f in enumerate(names)], tuple_record=True)
         return ClassV(ci)
 
     def _follow_once(self, fv: Val) -> bool:

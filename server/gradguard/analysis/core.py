@@ -104,6 +104,8 @@ class AnalyzerCore:
         self.opaque_objs: dict[frozenset[Storage], Obj] = {}  # unknown values used as objects (see opaque_for)
         self.loop_product = 1  # product of the passes of the loops running now (see Statements._loop)
         self.carry_use: dict[Site, tuple[Site, str]] = {}  # carried value (its assignment) -> first op using it
+        # carries of records (their assignment -> "tuple" for a namedtuple, "record" for a dataclass)
+        self.record_carries: dict[Site, str] = {}
         self.defaults_cache: dict[int, dict[str, Val]] = {}  # id(FuncInfo) -> its defaults (FuncInfos live on)
         self.entry: tuple[Site, Site] | None = None  # the checked file's call (site, statement) into another module
         self.entry_args: tuple[tuple[Val, Site], ...] = ()  # that call's arguments: (value, where it is written)

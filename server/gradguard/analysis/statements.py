@@ -212,21 +212,28 @@ class Statements(AnalyzerCore):
             self.assign(s.target, nv, st, fr, s)
         return st
 
+    def _outer_carry(self, had: Any, carry: tuple[Site, str, Site, object]) -> Any:
+        """The carry a graph use keeps: the one it had, unless that was a loop that has ended (a state carried in a
+        model's own loop over time steps, then carried again by the training loop across chunks: the training loop's
+        is the one a backward meets)."""
+        return had if had is not None and (had[3] == "attribute" or had[3] in self.active_loops) else carry
+
     def assign(self, t: ast.expr, v: Val, st: State, fr: Frame, stmt: ast.stmt) -> None:
         if isinstance(t, ast.Name):
             if isinstance(v, T) and fr.loops and t.id in fr.loops[-1].carried and v.prov \
                     and isinstance(stmt, ast.Assign):
                 carry: tuple[Site, str, Site, object] = (self.site(stmt), t.id, self.site(stmt.value), fr.loops[-1].node)
-                v = v.with_(prov=frozenset((o, s, c or carry) for (o, s, c) in v.prov))
+                v = v.with_(prov=frozenset((o, s, self._outer_carry(c, carry)) for (o, s, c) in v.prov))
             elif isinstance(v, Obj) and v.kind == "local" and v.info is not None and fr.loops \
                     and t.id in fr.loops[-1].carried and isinstance(stmt, ast.Assign) \
                     and v.info.record_fields() is not None:
                 # a record of tensors carried over (`state = LIFState(z, v, i)`, a namedtuple or dataclass): each
                 # of its tensors carries the previous iteration's graph as a carried tensor does
                 carry = (self.site(stmt), t.id, self.site(stmt.value), fr.loops[-1].node)
+                self.record_carries[carry[0]] = "tuple" if v.info.tuple_record else "record"
                 for k, a in list(v.attrs.items()):
                     if isinstance(a, T) and a.prov:
-                        v.attrs[k] = a.with_(prov=frozenset((o, s, c or carry) for (o, s, c) in a.prov))
+                        v.attrs[k] = a.with_(prov=frozenset((o, s, self._outer_carry(c, carry)) for (o, s, c) in a.prov))
             if isinstance(v, T) and isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name) \
                     and fr.func is not None:
                 v = v.with_(alias_of=stmt.value.id, alias_site=self.site(stmt.value))
@@ -528,6 +535,7 @@ class Statements(AnalyzerCore):
                 # `method: str = "super"`: a class attribute, and a dataclass's or NamedTuple's field default
                 ci.attrs[b.target.id] = self.const_of(b.value) if isinstance(b.value, ast.Constant) else UNKNOWN
         if _is_record(s, ci):
+            ci.tuple_record = any(isinstance(b, Ref) and b.qual.rsplit(".", 1)[-1] == "NamedTuple" for b in ci.bases)
             fields: list[tuple[str, Val | None]] = []
             for b in s.body:
                 if isinstance(b, ast.AnnAssign) and isinstance(b.target, ast.Name) and "ClassVar" not in ast.dump(

@@ -84,7 +84,10 @@ class Training(AnalyzerCore):
                                    self.text(n.func.value) if isinstance(n, ast.Call) and isinstance(
                                        n.func, ast.Attribute) else "", (recs[0],)))
         retain = is_true(kw.get("retain_graph")) or is_true(kw.get("create_graph"))
+        # (a graph use the loss reaches through a carried state and by another path is the carry's)
+        carried = {(o, s): c for (o, s, c) in y.prov if c is not None}
         for owner, stamp, carry in sorted(y.prov, key=lambda p: (p[1], p[2] is None, owner_key(p[0]))):
+            carry = carry or carried.get((owner, stamp))
             if (owner, stamp) in heap.freed:
                 continue
             ev = next((e for e in heap.steps if e.stamp > stamp and e.updates(owner)
@@ -113,7 +116,8 @@ class Training(AnalyzerCore):
                                             (bw_stmt, "backward reaches the previous iteration's graph here"),
                                             *used),
                                    extra=(("value_span", vsite), ("carry_stmt_span", csite),
-                                          ("step_line", ev.site.line), ("backward_line", bw_stmt.line))))
+                                          ("step_line", ev.site.line), ("backward_line", bw_stmt.line),
+                                          ("record", self.record_carries.get(csite)))))
             else:
                 inner = ((ev.inner, f"{ev.op} runs here"),) if ev.inner is not None else ()
                 chain = self.graph_sites.get((owner, stamp), ())

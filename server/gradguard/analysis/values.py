@@ -392,6 +392,7 @@ class ClassInfo:
     # a dataclass's or NamedTuple's fields, in order, with their defaults (None: required): the constructor
     # Python generates for it sets them (see NNModules.instantiate)
     fields: list[tuple[str, Val | None]] | None = None
+    tuple_record: bool = False  # a namedtuple or typing.NamedTuple: iterable, rebuilt by `type(r)(*items)`
 
     def mro(self) -> list[ClassInfo]:
         """The analysed classes of the method resolution order, as Python's C3 linearisation orders them: with

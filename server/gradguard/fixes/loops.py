@@ -20,8 +20,14 @@ def _carry(ctx: Ctx) -> list[Fix]:
     name = ctx.m.receiver
     if not all(p.isidentifier() for p in name.split(".")) or not (1 <= carry.line <= carry.end_line <= len(ctx.lines)):
         return []
+    record = ctx.ex.get("record")
+    if record == "record":
+        return []  # a dataclass of tensors: no one expression detaches it
     tuple_state = "LSTM" in ctx.source
     detached = f"tuple(s.detach() for s in {name})" if tuple_state else f"{name}.detach()"
+    if record == "tuple":
+        # a namedtuple of tensors (`LIFState(z, v, i)`): the same record type, each field detached
+        detached = f"type({name})(*(s.detach() for s in {name}))"
     ind = ctx.indent(carry.line)
     last = carry.end_line
     for j in range(carry.end_line + 1, len(ctx.lines) + 1):
@@ -35,8 +41,10 @@ def _carry(ctx: Ctx) -> list[Fix]:
     ends_block = re.match(r"(return|raise|break|continue)\b", ctx.lines[last - 1].strip())
     if ends_block and vsp is not None:
         # nothing runs after the block's last statement: detach the previous state where it is read
+        if record == "tuple":
+            return _detach_record_at_use(ctx, vsp, name, f"None if {name} is None else {detached}")
         return _detach_at_use(ctx, vsp, name, tuple_state)
-    if vsp is not None and last == carry.end_line and ctx.starts_line(carry):
+    if vsp is not None and last == carry.end_line and ctx.starts_line(carry) and record is None:
         fixes += _detach_value(ctx, vsp, name, tuple_state)
     if ctx.starts_line(carry):
         # at the end of the block's last line (the line after it is blank or dedented: an edit there would be
@@ -44,9 +52,29 @@ def _carry(ctx: Ctx) -> list[Fix]:
         edit = _insert(last, len(ctx.lines[last - 1]) + 1, f"{ctx.nl}{ind}{name} = {detached}")
         fixes.append(Fix(f"Detach `{name}` at the end of the iteration: `{name} = {detached}` (truncates "
                          "backprop through time)", False, (edit,), kind="detach"))
-    if vsp is not None and last != carry.end_line:
+    if vsp is not None and last != carry.end_line and record is None:
         fixes += _detach_value(ctx, vsp, name, tuple_state)
     return fixes
+
+
+def _detach_record_at_use(ctx: Ctx, vsp: Span, name: str, detached: str) -> list[Fix]:
+    """``out, state = model(x, state)`` -> ``model(x, None if state is None else type(state)(*(s.detach() for s in
+    state)))``: the previous iteration's record enters with each of its tensors detached (the current iteration's
+    graph is kept)."""
+    vtext = ctx.text(vsp)
+    try:
+        vnode = ast.parse(vtext, mode="eval").body
+    except SyntaxError:
+        return []
+    if "\n" in vtext:
+        return []
+    edits = [Edit(vsp.line, vsp.column + _char_col(vtext, n.col_offset), vsp.line,
+                  vsp.column + _char_col(vtext, n.end_col_offset or n.col_offset), detached)
+             for n in ast.walk(vnode) if isinstance(n, ast.Name) and n.id == name]
+    if not edits:
+        return []
+    return [Fix(f"Detach the previous state where it is read: `{_short(detached, 40)}` (truncates backprop through "
+                "time)", False, tuple(edits), kind="detach")]
 
 
 def _detach_at_use(ctx: Ctx, vsp: Span, name: str, tuple_state: bool) -> list[Fix]:
