@@ -290,8 +290,8 @@ class Calls(AnalyzerCore):
         if isinstance(d, Seq) and d.items is not None and len(d.items) <= len(names):
             defaults = list(d.items)  # (the last fields')
         first_default = len(names) - len(defaults)
-        node = ast.copy_location(ast.ClassDef(name=name, bases=[], keywords=[], body=[ast.Pass()], decorator_list=[],
-                                              type_params=[]), n)
+        node = ast.copy_location(ast.ClassDef(name=name, bases=[], keywords=[], body=[ast.Pass()], decorator_list=[]),
+                                 n)
         ci = ClassInfo(node, name, fields=[(f, defaults[i - first_default] if i >= first_default else None)
                                            for i, f in enumerate(names)], tuple_record=True)
         return ClassV(ci)
@@ -418,8 +418,8 @@ class Calls(AnalyzerCore):
             return w
         if qual in _GRAD_SCALERS:
             return Obj("scaler", qual)  # AMP's loss scaler: `scaler.scale(loss).backward()`, `scaler.step(opt)`
-        if qual in ("collections.namedtuple", "typing.NamedTuple") and (made := self.record_class(pos, kw, n)):
-            return made
+        if qual in ("collections.namedtuple", "typing.NamedTuple") and (rec := self.record_class(pos, kw, n)):
+            return rec
         if qual.startswith("torch.optim.") and qual.rsplit(".", 1)[-1][:1].isupper() \
                 and ".lr_scheduler" not in qual:
             o = Obj("optimizer", qual)

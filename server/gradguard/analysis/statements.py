@@ -231,9 +231,10 @@ class Statements(AnalyzerCore):
                 # of its tensors carries the previous iteration's graph as a carried tensor does
                 carry = (self.site(stmt), t.id, self.site(stmt.value), fr.loops[-1].node)
                 self.record_carries[carry[0]] = "tuple" if v.info.tuple_record else "record"
-                for k, a in list(v.attrs.items()):
-                    if isinstance(a, T) and a.prov:
-                        v.attrs[k] = a.with_(prov=frozenset((o, s, self._outer_carry(c, carry)) for (o, s, c) in a.prov))
+                for fname, fval in list(v.attrs.items()):
+                    if isinstance(fval, T) and fval.prov:
+                        v.attrs[fname] = fval.with_(prov=frozenset((o, s_, self._outer_carry(c, carry))
+                                                                   for (o, s_, c) in fval.prov))
             if isinstance(v, T) and isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name) \
                     and fr.func is not None:
                 v = v.with_(alias_of=stmt.value.id, alias_site=self.site(stmt.value))

@@ -413,10 +413,10 @@ class Summaries(SharedSummaries):
                 self._record_prov(a, b, s, prov, depth + 1)
         elif isinstance(recorded, Obj) and isinstance(now, Obj) and now is not recorded and now.kind == "local" \
                 and now.info is not None and now.info.record_fields() is not None:
-            for k, a in recorded.attrs.items():
-                b = now.attrs.get(k)
-                if isinstance(a, T) and isinstance(b, T) and a.prov:  # (as a returned tensor with a graph, below)
-                    now.attrs[k] = b.with_(prov=b.prov | prov)
+            for k, was in recorded.attrs.items():
+                got = now.attrs.get(k)
+                if isinstance(was, T) and isinstance(got, T) and was.prov:  # (as a returned tensor with a graph, below)
+                    now.attrs[k] = got.with_(prov=got.prov | prov)
 
     def _with_prov(self, v: Val, s: Summary, prov: frozenset[Any], depth: int) -> Val:
         """The result's provenance: the replayed arguments' instead of the recorded ones', and the callee's own
