@@ -109,7 +109,11 @@ class Functions(Summaries):
     def _call_func_in(self, fi: FuncInfo, pos: list[Val], kw: dict[str, Val], st: State, fr: Frame,
                       n: ast.AST | None) -> Val:
         self.effects += 1
-        self.called_defs.add(fi.node)
+        caller = fr.func.mod if fr.func is not None else None
+        if not (caller is not None and caller.source is not None and caller.source.library):
+            # (a def of the code's own that a library calls, `pytree.tree_map(f, updates, nu)`, is given what the
+            # library computes, which the analysis rarely knows: it still escapes, and runs on its own too)
+            self.called_defs.add(fi.node)
         if self.script_calls is not None:
             # (a call the script makes with grad off, `with torch.no_grad(): evaluate(model, x)`, or while nothing
             # is reported, is not one that shows what the function does when trained: it still runs alone)
