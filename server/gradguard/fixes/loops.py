@@ -42,7 +42,7 @@ def _carry(ctx: Ctx) -> list[Fix]:
     if ends_block and vsp is not None:
         # nothing runs after the block's last statement: detach the previous state where it is read
         if record == "tuple":
-            return _detach_record_at_use(ctx, vsp, name, f"None if {name} is None else {detached}")
+            return _detach_at_use(ctx, vsp, name, tuple_state, f"None if {name} is None else {detached}")
         return _detach_at_use(ctx, vsp, name, tuple_state)
     if vsp is not None and last == carry.end_line and ctx.starts_line(carry) and record is None:
         fixes += _detach_value(ctx, vsp, name, tuple_state)
@@ -57,29 +57,11 @@ def _carry(ctx: Ctx) -> list[Fix]:
     return fixes
 
 
-def _detach_record_at_use(ctx: Ctx, vsp: Span, name: str, detached: str) -> list[Fix]:
-    """``out, state = model(x, state)`` -> ``model(x, None if state is None else type(state)(*(s.detach() for s in
-    state)))``: the previous iteration's record enters with each of its tensors detached (the current iteration's
-    graph is kept)."""
-    vtext = ctx.text(vsp)
-    try:
-        vnode = ast.parse(vtext, mode="eval").body
-    except SyntaxError:
-        return []
-    if "\n" in vtext:
-        return []
-    edits = [Edit(vsp.line, vsp.column + _char_col(vtext, n.col_offset), vsp.line,
-                  vsp.column + _char_col(vtext, n.end_col_offset or n.col_offset), detached)
-             for n in ast.walk(vnode) if isinstance(n, ast.Name) and n.id == name]
-    if not edits:
-        return []
-    return [Fix(f"Detach the previous state where it is read: `{_short(detached, 40)}` (truncates backprop through "
-                "time)", False, tuple(edits), kind="detach")]
-
-
-def _detach_at_use(ctx: Ctx, vsp: Span, name: str, tuple_state: bool) -> list[Fix]:
-    """``h = cell(x, h)`` -> ``h = cell(x, h.detach())``: the previous iteration's state enters detached."""
-    if tuple_state:
+def _detach_at_use(ctx: Ctx, vsp: Span, name: str, tuple_state: bool, whole: str | None = None) -> list[Fix]:
+    """``h = cell(x, h)`` -> ``h = cell(x, h.detach())``: the previous iteration's state enters detached. ``whole``:
+    the expression that replaces each read instead (a namedtuple's, ``None if state is None else
+    type(state)(*(s.detach() for s in state))``, each of its tensors detached)."""
+    if tuple_state and whole is None:
         return []
     vtext = ctx.text(vsp)
     try:
@@ -88,17 +70,22 @@ def _detach_at_use(ctx: Ctx, vsp: Span, name: str, tuple_state: bool) -> list[Fi
         return []
     tlines = vtext.split("\n")
     first = ctx.lines[vsp.line - 1][vsp.column - 1:]
+
+    def at(lineno: int, col: int) -> tuple[int, int]:
+        return vsp.line + lineno - 1, (vsp.column + _char_col(first, col)) if lineno == 1 else \
+            _char_col(tlines[lineno - 1], col) + 1
+
     edits = []
     for n in ast.walk(vnode):
         if isinstance(n, (ast.Name, ast.Attribute)) and ast.get_source_segment(vtext, n) == name:
-            el, ec = n.end_lineno or n.lineno, n.end_col_offset or 0
-            line = vsp.line + el - 1
-            col = (vsp.column + _char_col(first, ec)) if el == 1 else _char_col(tlines[el - 1], ec) + 1
-            edits.append(_insert(line, col, ".detach()"))
+            end = at(n.end_lineno or n.lineno, n.end_col_offset or 0)
+            edits.append(_insert(*end, ".detach()") if whole is None else
+                         Edit(*at(n.lineno, n.col_offset), *end, whole))
     if not edits:
         return []
-    return [Fix(f"Detach the previous state where it is read: `{name}.detach()` (truncates backprop through "
-                "time)", False, tuple(edits), kind="detach")]
+    shown = f"{name}.detach()" if whole is None else _short(whole, 40)
+    return [Fix(f"Detach the previous state where it is read: `{shown}` (truncates backprop through time)", False,
+                tuple(edits), kind="detach")]
 
 
 def _detach_value(ctx: Ctx, vsp: Span, target: str, tuple_state: bool) -> list[Fix]:
